@@ -1,0 +1,77 @@
+"""Settings from the environment. Read when a store is opened, never at import time."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from .errors import InvalidArguments
+
+DEFAULT_EMBEDDING_DIM = 384
+DEFAULT_MAX_CONTENT_BYTES = 65536
+
+
+def default_home() -> Path:
+    """Where the embedded Postgres keeps its data when PYMEM_HOME is not set.
+
+    As a normal user: the platform's user data directory (e.g. ~/.local/share/pymem).
+    As root: /var/lib/pymem. The embedded server, run as root, hands the data directory to a
+    separate system user and adds group/other read+execute to *every parent folder* of it; under
+    /root that would open root's home to every user, while /var/lib and its parents are already
+    world-traversable, so nothing changes there.
+    """
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/pymem")
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("pymem", appauthor=False))
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArguments(f"{name} must be an integer, got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise InvalidArguments(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What pymem reads from the environment.
+
+    dsn: PYMEM_DSN, the application's connection (a login that is a member of pymem_app).
+         Unset => the embedded Postgres in `home`.
+    admin_dsn: PYMEM_ADMIN_DSN, for `pymem db upgrade` and other DDL; defaults to dsn.
+    home: PYMEM_HOME, the embedded server's directory.
+    embedding_dim: PYMEM_EMBEDDING_DIM, used when the schema is first created.
+    """
+
+    dsn: str | None = None
+    admin_dsn: str | None = None
+    home: Path = field(default_factory=default_home)
+    embedding_dim: int = DEFAULT_EMBEDDING_DIM
+    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
+
+    @property
+    def embedded(self) -> bool:
+        return not self.dsn
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if environ is None else environ
+        dsn = env.get("PYMEM_DSN", "").strip() or None
+        home = env.get("PYMEM_HOME", "").strip()
+        return cls(
+            dsn=dsn,
+            admin_dsn=env.get("PYMEM_ADMIN_DSN", "").strip() or dsn,
+            home=Path(home).expanduser() if home else default_home(),
+            embedding_dim=_int(env, "PYMEM_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM, 1, 16000),
+            max_content_bytes=_int(env, "PYMEM_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES, 1, 1048576),
+        )

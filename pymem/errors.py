@@ -1,0 +1,59 @@
+"""Typed exceptions. Every error pymem raises on purpose is a subclass of PymemError.
+
+The CLI maps these to messages and exit codes; none of them ever carries memory content or
+an embedding in its message.
+"""
+
+from __future__ import annotations
+
+
+class PymemError(Exception):
+    """Base class of every error pymem raises on purpose."""
+
+    exit_code = 1
+
+
+class InvalidArguments(PymemError, ValueError):
+    """A call's arguments are malformed: bad vector, scope, id, content, top_k, ..."""
+
+    exit_code = 2
+
+
+class ContextError(InvalidArguments):
+    """The per-transaction context (tenant, actor, adapter, scope) is missing or malformed."""
+
+
+class IdempotencyConflict(PymemError):
+    """An idempotency key was reused with a different payload."""
+
+
+class RevisionMismatch(PymemError):
+    """An optimistic-locking check failed: a stored revision is not the expected one."""
+
+
+class NotFound(PymemError):
+    """A memory that the call needs does not exist (or is not visible in this context)."""
+
+
+class AccessDenied(PymemError):
+    """Postgres refused the write: row-level security (tenant, scope or adapter) or privileges."""
+
+
+class SchemaError(PymemError):
+    """The database schema is missing, behind the installed pymem, or was created differently."""
+
+
+class ServerError(PymemError):
+    """The database cannot be reached or the embedded server cannot start."""
+
+    exit_code = 2
+
+
+class MemoryAdmissionError(PymemError):
+    """The write gate refused a record. Raised only after the refusal's audit event committed."""
+
+    def __init__(self, reason: str, *, signature: str | None = None, audit_seq: int | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.signature = signature
+        self.audit_seq = audit_seq

@@ -1,0 +1,95 @@
+"""Schema migrations: a thin layer over Alembic whose revisions apply SQL from sql/."""
+
+from __future__ import annotations
+
+import io
+from contextlib import redirect_stdout
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from .errors import SchemaError
+from .resources import migrations_dir, render_sql
+
+
+def _config(embedding_dim: int, url: str | None = None, connection=None, output=None) -> Config:
+    cfg = Config(output_buffer=output) if output is not None else Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.attributes["embedding_dim"] = int(embedding_dim)
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def apply_sql(name: str) -> None:
+    """Run sql/NAME inside the current Alembic migration (called from revision files)."""
+    from alembic import context, op
+
+    dim = context.config.attributes.get("embedding_dim")
+    if dim is None:
+        raise SchemaError("the migration needs the embedding dimension (PYMEM_EMBEDDING_DIM)")
+    sql = render_sql(name, embedding_dim=dim)
+    if context.is_offline_mode():
+        op.get_context().impl.static_output(sql.rstrip() + "\n")
+    else:
+        # The raw driver connection runs the whole file as one simple-protocol script, so $$ bodies,
+        # %-signs and :casts reach Postgres exactly as written.
+        op.get_bind().connection.driver_connection.execute(sql)
+
+
+def sqlalchemy_url(dsn: str) -> str:
+    """A libpq DSN (postgresql://...) as a SQLAlchemy URL on the psycopg 3 driver."""
+    if dsn.startswith("postgresql+psycopg://"):
+        return dsn
+    for prefix in ("postgresql://", "postgres://"):
+        if dsn.startswith(prefix):
+            return "postgresql+psycopg://" + dsn[len(prefix):]
+    raise SchemaError("PYMEM_DSN must be a postgresql:// URL for migrations")
+
+
+def upgrade(dsn: str, *, embedding_dim: int, revision: str = "head") -> None:
+    """Migrate the database at `dsn` to `revision`; a no-op when it is already there."""
+    command.upgrade(_config(embedding_dim, url=sqlalchemy_url(dsn)), revision)
+
+
+def upgrade_sql(*, embedding_dim: int, revision: str = "head") -> str:
+    """The migration SQL from an empty database to `revision`, without connecting anywhere."""
+    buf = io.StringIO()
+    with redirect_stdout(io.StringIO()):
+        command.upgrade(_config(embedding_dim, output=buf), revision, sql=True)
+    return buf.getvalue()
+
+
+def head_revision() -> str:
+    return ScriptDirectory.from_config(_config(1)).get_current_head()
+
+
+def current_revision(conn) -> str | None:
+    """The revision recorded in pymem.alembic_version, or None when pymem was never migrated here.
+
+    `conn` is a psycopg connection (any role that can see the pymem schema).
+    """
+    row = conn.execute("select to_regclass('pymem.alembic_version') is not null").fetchone()
+    if not row[0]:
+        return None
+    row = conn.execute("select version_num from pymem.alembic_version").fetchone()
+    return row[0] if row else None
+
+
+def check_current(conn) -> None:
+    """Raise SchemaError naming `pymem db upgrade` unless the schema is at the installed head."""
+    current, head = current_revision(conn), head_revision()
+    if current != head:
+        state = "has no pymem schema" if current is None else f"is at schema revision {current}"
+        raise SchemaError(
+            f"the database {state}, this pymem needs {head}: run `pymem db upgrade` "
+            "(or `pymem db upgrade --sql` to review the SQL and apply it yourself)"
+        )
+
+
+__all__ = ["apply_sql", "upgrade", "upgrade_sql", "head_revision", "current_revision", "check_current",
+           "MigrationContext"]

@@ -1,0 +1,744 @@
+-- pymem: the canonical schema.
+--
+-- This file is the whole store as a DBA reviews it. The Alembic revisions in migrations/ apply it
+-- (and, later, the deltas in sql/migrations/); tests prove that `upgrade head` from an empty database
+-- gives exactly what this file gives.
+--
+-- Sections, always in this order:
+--   1. roles and schema          5. row-level security
+--   2. context                   6. triggers: revision, content hash, hash chain, append-only
+--   3. hashing helpers           7. verbs (search, verify, audit) and views
+--   4. tables and indexes        8. privileges
+--
+-- Placeholders substituted by the migration: {{embedding_dim}} (from PYMEM_EMBEDDING_DIM when the
+-- schema is first created). Everything else is plain SQL.
+
+-- ============================================================================================
+-- 1. roles and schema
+-- ============================================================================================
+
+-- Roles are cluster-wide, so creating them is idempotent: several databases (or a re-run) may
+-- share them. They are NOLOGIN groups; deployments grant them to their own login roles.
+do $$
+begin
+  if not exists (select from pg_roles where rolname = 'pymem_owner') then
+    create role pymem_owner nologin;
+  end if;
+  if not exists (select from pg_roles where rolname = 'pymem_app') then
+    create role pymem_app nologin;
+  end if;
+  if not exists (select from pg_roles where rolname = 'pymem_auditor') then
+    create role pymem_auditor nologin;
+  end if;
+end
+$$;
+
+-- pgvector must be >= 0.8 for iterative index scans (see pymem.search). It is created by the
+-- migrating role because extension creation usually needs more rights than the owner role has.
+create extension if not exists vector;
+
+create schema if not exists pymem authorization pymem_owner;
+-- Alembic may have created the schema already (it keeps its version table there): own it anyway.
+alter schema pymem owner to pymem_owner;
+comment on schema pymem is 'pymem: agent memory with provenance, row-level isolation and a per-tenant hash chain';
+
+-- Every object below is created by, and so owned by, pymem_owner: the app and auditor roles own
+-- nothing, so they cannot ALTER, DISABLE TRIGGER, or DISABLE ROW LEVEL SECURITY on anything.
+grant pymem_owner to current_user;
+set role pymem_owner;
+
+-- ============================================================================================
+-- 2. context
+-- ============================================================================================
+-- The context (tenant, actor, adapter, scope, read-adapter allow-list) lives in transaction-local
+-- settings, set by pymem.set_context(). Session-level SET would leak across pooled connections.
+-- Policies read it through these helpers, always wrapped in (select ...) so Postgres evaluates
+-- them once per query instead of once per row. NULL and '' both mean "unset": a pooled
+-- connection that once set a value reads '' afterwards, and that must fail closed too.
+
+-- Login roles bound to an adapter: the one piece of context a connection cannot choose.
+create table pymem.adapter_bindings (
+  role_name name primary key,
+  adapter text not null check (adapter <> '' and length(adapter) <= 100),
+  created_at timestamptz not null default now()
+);
+comment on table pymem.adapter_bindings is 'Login roles that always act as one source adapter (agent connections); unbound logins are operators';
+comment on column pymem.adapter_bindings.role_name is 'A login role (session_user); cluster-wide, so not tenant-keyed';
+comment on column pymem.adapter_bindings.adapter is 'The adapter every write of that login is tagged with';
+
+create function pymem._ctx_tenant() returns text
+language sql stable parallel safe
+as $$ select nullif(current_setting('pymem.tenant', true), '') $$;
+comment on function pymem._ctx_tenant() is 'Tenant of the current transaction, NULL when unset (NULL matches no row)';
+
+create function pymem._ctx_actor() returns text
+language sql stable parallel safe
+as $$ select nullif(current_setting('pymem.actor', true), '') $$;
+comment on function pymem._ctx_actor() is 'Actor (user or agent id) of the current transaction, recorded in the ledger';
+
+create function pymem._ctx_adapter() returns text
+language sql stable parallel safe
+as $$
+  -- A login role bound to an adapter always writes as that adapter, whatever the setting says:
+  -- this is what stops an agent's connection from writing untagged (trusted) rows.
+  select coalesce(
+    (select b.adapter from pymem.adapter_bindings b where b.role_name = session_user),
+    nullif(current_setting('pymem.adapter', true), ''))
+$$;
+comment on function pymem._ctx_adapter() is 'Source adapter of the current transaction (bound role first, then the setting); NULL = operator, untagged';
+
+create function pymem._ctx_scope() returns jsonb
+language sql stable parallel safe
+as $$ select coalesce(nullif(current_setting('pymem.scope', true), '')::jsonb, '{}'::jsonb) $$;
+comment on function pymem._ctx_scope() is 'Scope of the current transaction; rows are visible only if their scope contains it ({} = whole tenant)';
+
+create function pymem._ctx_read_adapters() returns text[]
+language sql stable parallel safe
+as $$
+  select case when nullif(current_setting('pymem.read_adapters', true), '') is null then null
+              else array(select jsonb_array_elements_text(current_setting('pymem.read_adapters', true)::jsonb))
+         end
+$$;
+comment on function pymem._ctx_read_adapters() is 'Strict read allow-list of adapters; NULL = no filter, {} = nothing readable';
+
+create function pymem._scope_is_flat(p_scope jsonb) returns boolean
+language sql immutable parallel safe
+as $$
+  select jsonb_typeof(p_scope) = 'object'
+     and not exists (select from jsonb_each(p_scope) e
+                     where jsonb_typeof(e.value) <> 'string' or e.key = '' or e.value #>> '{}' = '')
+$$;
+comment on function pymem._scope_is_flat(jsonb) is 'A scope is a flat {axis: value} map of non-empty strings; nesting would make @> ambiguous';
+
+create function pymem.set_context(
+  p_tenant text,
+  p_actor text default null,
+  p_adapter text default null,
+  p_scope jsonb default '{}'::jsonb,
+  p_read_adapters text[] default null
+) returns void
+language plpgsql volatile
+as $$
+declare
+  v_bound text;
+begin
+  if p_tenant is null or p_tenant = '' or length(p_tenant) > 200 then
+    raise exception 'pymem: tenant must be a non-empty string of at most 200 characters'
+      using errcode = '22023';
+  end if;
+  if p_scope is null or not pymem._scope_is_flat(p_scope) then
+    raise exception 'pymem: scope must be a flat object of non-empty string values'
+      using errcode = '22023';
+  end if;
+  select b.adapter into v_bound from pymem.adapter_bindings b where b.role_name = session_user;
+  if v_bound is not null and p_adapter is distinct from v_bound then
+    raise exception 'pymem: this login is bound to adapter %, it cannot act as %', v_bound, coalesce(p_adapter, 'the operator')
+      using errcode = '42501';
+  end if;
+  perform set_config('pymem.tenant', p_tenant, true);
+  perform set_config('pymem.actor', coalesce(p_actor, ''), true);
+  perform set_config('pymem.adapter', coalesce(p_adapter, ''), true);
+  perform set_config('pymem.scope', p_scope::text, true);
+  perform set_config('pymem.read_adapters',
+                     case when p_read_adapters is null then '' else to_jsonb(p_read_adapters)::text end, true);
+end
+$$;
+comment on function pymem.set_context(text, text, text, jsonb, text[]) is 'Sets the transaction-local context every policy reads; the only supported way to set it';
+
+-- ============================================================================================
+-- 3. hashing helpers
+-- ============================================================================================
+-- Hashes cover an explicit, versioned field list. Every field is length-prefixed, NULL has its
+-- own marker, timestamps are integer microseconds, and jsonb is walked into a canonical byte
+-- form (sorted keys) instead of trusting jsonb::text, whose spelling is not a contract.
+
+create function pymem._b(p text) returns bytea
+language sql immutable parallel safe
+as $$
+  select case when p is null then '\x00'::bytea
+              else '\x01'::bytea || int4send(octet_length(convert_to(p, 'UTF8'))) || convert_to(p, 'UTF8') end
+$$;
+comment on function pymem._b(text) is 'Length-prefixed UTF-8 bytes of a text field, 0x00 for NULL';
+
+create function pymem._b(p bytea) returns bytea
+language sql immutable parallel safe
+as $$ select case when p is null then '\x00'::bytea else '\x01'::bytea || int4send(length(p)) || p end $$;
+comment on function pymem._b(bytea) is 'Length-prefixed bytes of a bytea field, 0x00 for NULL';
+
+create function pymem._b(p bigint) returns bytea
+language sql immutable parallel safe
+as $$ select case when p is null then '\x00'::bytea else '\x01'::bytea || int8send(p) end $$;
+comment on function pymem._b(bigint) is 'Fixed-width bytes of an integer field, 0x00 for NULL';
+
+create function pymem._b(p timestamptz) returns bytea
+language sql immutable parallel safe
+as $$
+  select case when p is null then '\x00'::bytea
+              else '\x01'::bytea || int8send((extract(epoch from p) * 1000000)::bigint) end
+$$;
+comment on function pymem._b(timestamptz) is 'Timestamp as integer microseconds since the epoch, 0x00 for NULL';
+
+create function pymem._b(p jsonb) returns bytea
+language sql immutable parallel safe
+as $$
+  select case
+    when p is null then '\x00'::bytea
+    else case jsonb_typeof(p)
+      when 'object' then '\x6f'::bytea || int4send((select count(*)::int from jsonb_object_keys(p)))
+        || coalesce((select string_agg(pymem._b(e.key) || pymem._b(e.value), ''::bytea order by convert_to(e.key, 'UTF8'))
+                     from jsonb_each(p) e), ''::bytea)
+      when 'array' then '\x61'::bytea || int4send(jsonb_array_length(p))
+        || coalesce((select string_agg(pymem._b(e.value), ''::bytea order by e.ord)
+                     from jsonb_array_elements(p) with ordinality e(value, ord)), ''::bytea)
+      when 'string' then '\x73'::bytea || pymem._b(p #>> '{}')
+      when 'number' then '\x6e'::bytea || pymem._b((p #>> '{}')::numeric::text)
+      when 'boolean' then case when p = 'true'::jsonb then '\x74'::bytea else '\x66'::bytea end
+      else '\x7a'::bytea  -- json null
+    end
+  end
+$$;
+comment on function pymem._b(jsonb) is 'Canonical bytes of a jsonb value: type tag, sorted keys, length prefixes';
+
+create function pymem._b(p text[]) returns bytea
+language sql immutable parallel safe
+as $$
+  select case when p is null then '\x00'::bytea
+    else '\x01'::bytea || int4send(coalesce(array_length(p, 1), 0))
+      || coalesce((select string_agg(pymem._b(t.v), ''::bytea order by t.ord)
+                   from unnest(p) with ordinality t(v, ord)), ''::bytea)
+  end
+$$;
+comment on function pymem._b(text[]) is 'Length-prefixed bytes of a text array, element order kept';
+
+create function pymem._b(p real) returns bytea
+language sql immutable parallel safe
+as $$ select case when p is null then '\x00'::bytea else '\x01'::bytea || float4send(p) end $$;
+comment on function pymem._b(real) is 'IEEE-754 bytes of a real field, 0x00 for NULL';
+
+create function pymem._genesis_hash(p_tenant text) returns bytea
+language sql immutable parallel safe
+as $$ select sha256(convert_to('pymem-chain-v1', 'UTF8') || pymem._b(p_tenant)) $$;
+comment on function pymem._genesis_hash(text) is 'prev_hash of a tenant''s first ledger entry; bound to the tenant so chains cannot be swapped';
+
+-- ============================================================================================
+-- 4. tables and indexes
+-- ============================================================================================
+-- Every tenant table is keyed by tenant_id first (primary keys, unique constraints, indexes), so
+-- the schema can be distributed by tenant (Citus create_distributed_table(..., 'tenant_id')).
+
+create table pymem.store_info (
+  singleton boolean primary key default true check (singleton),
+  embedding_dim integer not null check (embedding_dim between 1 and 16000),
+  hash_version smallint not null default 1,
+  created_at timestamptz not null default now()
+);
+comment on table pymem.store_info is 'One row of store-wide facts the Python layer checks against its configuration';
+comment on column pymem.store_info.embedding_dim is 'Dimension of memories.embedding, fixed when the schema was created';
+comment on column pymem.store_info.hash_version is 'Version of the field lists hashed into content_hash and chain_hash';
+insert into pymem.store_info (embedding_dim) values ({{embedding_dim}});
+
+create table pymem.memories (
+  tenant_id text not null check (tenant_id <> '' and length(tenant_id) <= 200),
+  id text not null check (id <> '' and length(id) <= 256),
+  scope jsonb not null default '{}'::jsonb check (pymem._scope_is_flat(scope)),
+  kind text not null default 'fact' check (kind ~ '^[a-z][a-z0-9_]{0,39}$'),
+  content text check (octet_length(content) <= 1048576),
+  record jsonb,
+  embedding vector({{embedding_dim}}),
+  tags text[] not null default '{}',
+  importance real check (importance between 0 and 1),
+  confidence real check (confidence between 0 and 1),
+  origin text check (origin in ('user_asserted', 'operator', 'model_inferred', 'tool_output',
+                                'retrieved_content', 'unproven', 'injected_context')),
+  source_adapter text check (source_adapter <> ''),
+  provenance jsonb check (provenance is null or jsonb_typeof(provenance) = 'object'),
+  injection_source text,
+  policy_fingerprint text,
+  revision integer not null default 1,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now(),
+  valid_from timestamptz not null default now(),
+  invalidated_at timestamptz,
+  superseded_by text,
+  erased_at timestamptz,
+  content_hash bytea not null,
+  primary key (tenant_id, id),
+  constraint memories_injection_source_rule
+    check ((origin is not distinct from 'injected_context') = (injection_source is not null))
+);
+comment on table pymem.memories is 'One row per memory chunk; every change is chained into pymem.ledger by triggers';
+comment on column pymem.memories.tenant_id is 'Isolation boundary: rows of other tenants are invisible and unwritable (RLS)';
+comment on column pymem.memories.id is 'Caller-supplied or generated chunk id, unique within the tenant';
+comment on column pymem.memories.scope is 'Flat {axis: value} map; a row is visible only if it contains the context scope';
+comment on column pymem.memories.kind is 'fact, preference, summary, lesson, ...';
+comment on column pymem.memories.content is 'The text of the memory; NULL once erased';
+comment on column pymem.memories.record is 'The caller''s record, verbatim, for round-trip reads; NULL once erased';
+comment on column pymem.memories.embedding is 'Embedding for cosine search; NULL once erased or when none was given';
+comment on column pymem.memories.tags is 'Free tags for filtering';
+comment on column pymem.memories.importance is 'Caller-assigned importance in [0, 1]';
+comment on column pymem.memories.confidence is 'Confidence the admission policy believes the memory at, in [0, 1]';
+comment on column pymem.memories.origin is 'How the memory came to be believed; drives admission and recall re-judging';
+comment on column pymem.memories.source_adapter is 'Agent adapter that wrote the row; NULL = operator (untagged); always the context adapter (RLS)';
+comment on column pymem.memories.provenance is 'Who and what produced it: origin, session, run, turn, source, citation, adapter';
+comment on column pymem.memories.injection_source is 'Where injected context came from; required iff origin = injected_context';
+comment on column pymem.memories.policy_fingerprint is 'Fingerprint of the admission policy that admitted the row';
+comment on column pymem.memories.revision is 'Set to 1 on insert and bumped on every update by a trigger; optimistic locking compares it';
+comment on column pymem.memories.created_at is 'When the row was first written (kept across updates)';
+comment on column pymem.memories.updated_at is 'When the row was last written';
+comment on column pymem.memories.valid_from is 'Start of the period the memory is believed true';
+comment on column pymem.memories.invalidated_at is 'When the memory stopped being believed (supersession); rows are superseded, not overwritten';
+comment on column pymem.memories.superseded_by is 'Id of the memory that replaced this one';
+comment on column pymem.memories.erased_at is 'When content, record and embedding were erased; content_hash is kept so the chain still verifies';
+comment on column pymem.memories.content_hash is 'sha256 over the row''s hashed fields, computed by a trigger; verify recomputes it';
+comment on constraint memories_injection_source_rule on pymem.memories is 'injected_context needs its injection_source; any other origin must not carry one';
+
+-- HNSW for cosine search at scale; small row sets are searched exactly (see pymem.search).
+create index memories_embedding_hnsw on pymem.memories using hnsw (embedding vector_cosine_ops);
+comment on index pymem.memories_embedding_hnsw is 'Approximate cosine search; iterative scans keep filtered results complete';
+create index memories_tenant_created on pymem.memories (tenant_id, created_at);
+comment on index pymem.memories_tenant_created is 'Tenant-first listing and export in write order';
+
+create table pymem.chain_heads (
+  tenant_id text primary key,
+  seq bigint not null check (seq >= 0),
+  chain_hash bytea not null,
+  live_rows bigint not null default 0 check (live_rows >= 0),
+  updated_at timestamptz not null default now()
+);
+comment on table pymem.chain_heads is 'One row per tenant: the last seq and chain_hash of its ledger; locking it serializes that tenant''s writers only';
+comment on column pymem.chain_heads.seq is 'seq of the tenant''s last ledger entry (0 = none yet)';
+comment on column pymem.chain_heads.chain_hash is 'chain_hash of the last entry; anchor it outside the database to detect a rewritten tail';
+comment on column pymem.chain_heads.live_rows is 'Exact count of the tenant''s memories, kept by the chain trigger; search picks its plan from it';
+
+create table pymem.ledger (
+  tenant_id text not null,
+  seq bigint not null check (seq >= 1),
+  event text not null check (event ~ '^[a-z_]+\.[a-z_]+$'),
+  memory_id text,
+  revision integer,
+  content_hash bytea,
+  actor text,
+  adapter text,
+  details jsonb not null default '{}'::jsonb check (jsonb_typeof(details) = 'object'),
+  occurred_at timestamptz not null,
+  hash_version smallint not null default 1,
+  prev_hash bytea not null,
+  chain_hash bytea not null,
+  primary key (tenant_id, seq)
+);
+comment on table pymem.ledger is 'Append-only audit ledger: one hash chain per tenant; never updated or deleted';
+comment on column pymem.ledger.seq is 'Position in the tenant''s chain, contiguous from 1; the primary key is the backstop against forks';
+comment on column pymem.ledger.event is 'memory.insert, memory.update, memory.delete, admission.refused, ...';
+comment on column pymem.ledger.memory_id is 'The memory the event concerns, if any';
+comment on column pymem.ledger.revision is 'The memory''s revision after the event';
+comment on column pymem.ledger.content_hash is 'The memory''s content_hash after the event (before it, for a delete)';
+comment on column pymem.ledger.actor is 'Context actor of the transaction that caused the event';
+comment on column pymem.ledger.adapter is 'Context adapter of that transaction (NULL = operator)';
+comment on column pymem.ledger.details is 'Event details: digests and reasons, never memory content';
+comment on column pymem.ledger.occurred_at is 'Wall-clock time of the event, hashed as integer microseconds';
+comment on column pymem.ledger.hash_version is 'Which field list chain_hash covers';
+comment on column pymem.ledger.prev_hash is 'chain_hash of the previous entry (a tenant-bound genesis hash for seq 1)';
+comment on column pymem.ledger.chain_hash is 'sha256(prev_hash || this entry''s fields)';
+create index ledger_tenant_memory on pymem.ledger (tenant_id, memory_id, seq);
+comment on index pymem.ledger_tenant_memory is 'A memory''s history, and its latest event for verification';
+
+create table pymem.idempotency_keys (
+  tenant_id text not null,
+  verb text not null,
+  actor text not null,
+  key text not null check (key <> '' and length(key) <= 256),
+  digest text not null,
+  result jsonb not null,
+  created_at timestamptz not null default now(),
+  expires_at timestamptz not null,
+  primary key (tenant_id, verb, actor, key)
+);
+comment on table pymem.idempotency_keys is 'Replay-or-conflict records of write calls, keyed by (verb, actor, key) within a tenant';
+comment on column pymem.idempotency_keys.actor is 'Context actor (empty string when unset): keys are actor-scoped';
+comment on column pymem.idempotency_keys.digest is 'Digest of the call''s arguments: same digest replays, different digest conflicts';
+comment on column pymem.idempotency_keys.result is 'What the original call returned, replayed verbatim';
+comment on column pymem.idempotency_keys.expires_at is 'After this the key may be reused; set from the idempotency class';
+
+-- ============================================================================================
+-- 5. row-level security
+-- ============================================================================================
+-- ENABLE + FORCE on every tenant table: FORCE makes the owner subject to the policies as well, so
+-- even the SECURITY DEFINER functions below only see what their explicit policies grant them.
+
+alter table pymem.memories enable row level security;
+alter table pymem.memories force row level security;
+alter table pymem.ledger enable row level security;
+alter table pymem.ledger force row level security;
+alter table pymem.chain_heads enable row level security;
+alter table pymem.chain_heads force row level security;
+alter table pymem.idempotency_keys enable row level security;
+alter table pymem.idempotency_keys force row level security;
+
+-- memories: tenant, scope containment and the optional read allow-list. jsonb @> is not
+-- leakproof, so scope must be checked here and not left to a query filter.
+create policy memories_read on pymem.memories for select
+  using (tenant_id = (select pymem._ctx_tenant())
+         and scope @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_read_adapters()) is null
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])));
+comment on policy memories_read on pymem.memories is 'Visible: own tenant, scope containing the context scope, adapter in the allow-list when one is set';
+
+-- Writes carry the context's adapter: an agent connection cannot write an untagged (trusted) row
+-- nor one tagged as another adapter.
+create policy memories_insert on pymem.memories for insert
+  with check (tenant_id = (select pymem._ctx_tenant())
+              and scope @> (select pymem._ctx_scope())
+              and source_adapter is not distinct from (select pymem._ctx_adapter()));
+comment on policy memories_insert on pymem.memories is 'Inserts only into the context tenant and scope, tagged with the context adapter';
+
+-- An adapter may change only its own rows; the operator (no adapter) may change any row of the
+-- tenant, and the changed row then carries the operator's (NULL) tag.
+create policy memories_update on pymem.memories for update
+  using (tenant_id = (select pymem._ctx_tenant())
+         and scope @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter())))
+  with check (tenant_id = (select pymem._ctx_tenant())
+              and scope @> (select pymem._ctx_scope())
+              and source_adapter is not distinct from (select pymem._ctx_adapter()));
+comment on policy memories_update on pymem.memories is 'Updates own-adapter rows (operator: any) of the context tenant and scope';
+
+create policy memories_delete on pymem.memories for delete
+  using (tenant_id = (select pymem._ctx_tenant())
+         and scope @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter())));
+comment on policy memories_delete on pymem.memories is 'Deletes own-adapter rows (operator: any) of the context tenant and scope';
+
+-- The owner reads across tenants only inside the SECURITY DEFINER verifier, which returns
+-- hashes and ids, never content.
+create policy memories_owner_verify on pymem.memories for select to pymem_owner using (true);
+comment on policy memories_owner_verify on pymem.memories is 'Lets pymem.verify_chain (owned by pymem_owner) re-hash every tenant''s rows';
+
+-- ledger: readable by its tenant; appended only by the owner's trigger and audit functions.
+create policy ledger_read on pymem.ledger for select
+  using (tenant_id = (select pymem._ctx_tenant()));
+comment on policy ledger_read on pymem.ledger is 'A tenant reads its own ledger';
+create policy ledger_audit on pymem.ledger for select to pymem_auditor, pymem_owner using (true);
+comment on policy ledger_audit on pymem.ledger is 'Auditors (and the verifier) read every tenant''s ledger';
+create policy ledger_append on pymem.ledger for insert to pymem_owner
+  with check (tenant_id = (select pymem._ctx_tenant()));
+comment on policy ledger_append on pymem.ledger is 'Only the owner''s definer functions append, and only to the context tenant';
+
+create policy chain_heads_read on pymem.chain_heads for select
+  using (tenant_id = (select pymem._ctx_tenant()));
+comment on policy chain_heads_read on pymem.chain_heads is 'A tenant reads its own head (live row count, head hash)';
+create policy chain_heads_audit on pymem.chain_heads for select to pymem_auditor, pymem_owner using (true);
+comment on policy chain_heads_audit on pymem.chain_heads is 'Auditors (and the verifier) read every head';
+create policy chain_heads_write on pymem.chain_heads for all to pymem_owner
+  using (tenant_id = (select pymem._ctx_tenant()))
+  with check (tenant_id = (select pymem._ctx_tenant()));
+comment on policy chain_heads_write on pymem.chain_heads is 'Only the owner''s chain trigger moves a head, and only the context tenant''s';
+
+create policy idempotency_tenant on pymem.idempotency_keys for all
+  using (tenant_id = (select pymem._ctx_tenant()))
+  with check (tenant_id = (select pymem._ctx_tenant()));
+comment on policy idempotency_tenant on pymem.idempotency_keys is 'Idempotency records are private to their tenant';
+
+-- ============================================================================================
+-- 6. triggers: revision, content hash, hash chain, append-only
+-- ============================================================================================
+
+create function pymem._content_hash(m pymem.memories) returns bytea
+language sql immutable parallel safe
+as $$
+  select sha256(
+    '\x0001'::bytea                       -- field list version 1
+    || pymem._b(m.tenant_id) || pymem._b(m.id) || pymem._b(m.scope) || pymem._b(m.kind)
+    || pymem._b(m.content) || pymem._b(m.record)
+    -- the vector's float4 array in binary form: a cast and array_send resolve without search_path
+    || pymem._b(array_send(m.embedding::real[]))
+    || pymem._b(m.tags) || pymem._b(m.importance) || pymem._b(m.confidence)
+    || pymem._b(m.origin) || pymem._b(m.source_adapter) || pymem._b(m.provenance)
+    || pymem._b(m.injection_source) || pymem._b(m.policy_fingerprint)
+    || pymem._b(m.revision::bigint) || pymem._b(m.created_at) || pymem._b(m.valid_from)
+    || pymem._b(m.invalidated_at) || pymem._b(m.superseded_by))
+$$;
+comment on function pymem._content_hash(pymem.memories) is 'sha256 of a memory''s hashed fields (v1); erased_at and updated_at are bookkeeping, not content';
+
+create function pymem._memories_before_write() returns trigger
+language plpgsql
+as $$
+begin
+  if tg_op = 'INSERT' then
+    new.revision := 1;
+    new.created_at := coalesce(new.created_at, now());
+  else
+    -- The revision moves on every update, whatever the statement said.
+    new.revision := old.revision + 1;
+    new.created_at := old.created_at;
+  end if;
+  new.updated_at := now();
+  if new.erased_at is not null and (tg_op = 'INSERT' or old.erased_at is null) then
+    -- Erasure keeps the hash of what was erased so the chain stays verifiable.
+    if tg_op = 'UPDATE' then
+      new.content_hash := old.content_hash;
+    else
+      raise exception 'pymem: a memory cannot be inserted already erased' using errcode = '22023';
+    end if;
+  elsif new.erased_at is not null then
+    raise exception 'pymem: an erased memory cannot be changed' using errcode = '22023';
+  else
+    new.content_hash := pymem._content_hash(new);
+  end if;
+  return new;
+end
+$$;
+comment on function pymem._memories_before_write() is 'Sets revision (1, then +1), created_at/updated_at and content_hash; callers cannot forge them';
+
+create trigger memories_before_write
+  before insert or update on pymem.memories
+  for each row execute function pymem._memories_before_write();
+comment on trigger memories_before_write on pymem.memories is 'Revision bump and content hash on every write';
+
+create function pymem._event_bytes(l pymem.ledger) returns bytea
+language sql immutable parallel safe
+as $$
+  select pymem._b(l.hash_version::bigint) || pymem._b(l.tenant_id) || pymem._b(l.seq) || pymem._b(l.event)
+      || pymem._b(l.memory_id) || pymem._b(l.revision::bigint) || pymem._b(l.content_hash)
+      || pymem._b(l.actor) || pymem._b(l.adapter) || pymem._b(l.details) || pymem._b(l.occurred_at)
+$$;
+comment on function pymem._event_bytes(pymem.ledger) is 'The hashed field list of a ledger entry (hash_version 1)';
+
+create function pymem._append_event(
+  p_tenant text, p_event text, p_memory_id text, p_revision integer, p_content_hash bytea,
+  p_details jsonb, p_live_delta integer
+) returns pymem.ledger
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  v_head pymem.chain_heads;
+  v_entry pymem.ledger;
+begin
+  if p_tenant is null or p_tenant is distinct from pymem._ctx_tenant() then
+    raise exception 'pymem: ledger events can only be appended for the context tenant' using errcode = '42501';
+  end if;
+  -- Lock the tenant's head: writers of one tenant serialize here, other tenants never wait.
+  select * into v_head from pymem.chain_heads h where h.tenant_id = p_tenant for update;
+  if not found then
+    insert into pymem.chain_heads (tenant_id, seq, chain_hash)
+      values (p_tenant, 0, pymem._genesis_hash(p_tenant))
+      on conflict (tenant_id) do nothing;
+    select * into v_head from pymem.chain_heads h where h.tenant_id = p_tenant for update;
+  end if;
+  v_entry.tenant_id := p_tenant;
+  v_entry.seq := v_head.seq + 1;
+  v_entry.event := p_event;
+  v_entry.memory_id := p_memory_id;
+  v_entry.revision := p_revision;
+  v_entry.content_hash := p_content_hash;
+  v_entry.actor := pymem._ctx_actor();
+  v_entry.adapter := pymem._ctx_adapter();
+  v_entry.details := coalesce(p_details, '{}'::jsonb);
+  v_entry.occurred_at := clock_timestamp();
+  v_entry.hash_version := 1;
+  v_entry.prev_hash := v_head.chain_hash;
+  v_entry.chain_hash := sha256(v_entry.prev_hash || pymem._event_bytes(v_entry));
+  insert into pymem.ledger values (v_entry.*);
+  update pymem.chain_heads h
+     set seq = v_entry.seq, chain_hash = v_entry.chain_hash,
+         live_rows = h.live_rows + p_live_delta, updated_at = v_entry.occurred_at
+   where h.tenant_id = p_tenant;
+  return v_entry;
+end
+$$;
+comment on function pymem._append_event(text, text, text, integer, bytea, jsonb, integer) is 'Appends one event to the context tenant''s chain under the head-row lock (definer: the app cannot write the ledger directly)';
+
+-- SECURITY DEFINER so that the app role needs no EXECUTE on pymem._append_event: it cannot
+-- append a forged event by calling it directly, only by really changing a memory.
+create function pymem._memories_chain() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if tg_op = 'INSERT' then
+    perform pymem._append_event(new.tenant_id, 'memory.insert', new.id, new.revision, new.content_hash, '{}'::jsonb, 1);
+  elsif tg_op = 'UPDATE' then
+    perform pymem._append_event(new.tenant_id,
+      case when new.erased_at is not null and old.erased_at is null then 'memory.erase'
+           when new.invalidated_at is not null and old.invalidated_at is null then 'memory.supersede'
+           else 'memory.update' end,
+      new.id, new.revision, new.content_hash, '{}'::jsonb, 0);
+  else
+    perform pymem._append_event(old.tenant_id, 'memory.delete', old.id, old.revision, old.content_hash, '{}'::jsonb, -1);
+  end if;
+  return null;
+end
+$$;
+comment on function pymem._memories_chain() is 'Chains every insert, update and delete of a memory into its tenant''s ledger';
+
+create trigger memories_chain
+  after insert or update or delete on pymem.memories
+  for each row execute function pymem._memories_chain();
+comment on trigger memories_chain on pymem.memories is 'One ledger event per changed row, in the same transaction';
+
+-- The primary key would let the owner move a row between tenants; nobody should.
+create function pymem._memories_keep_key() returns trigger
+language plpgsql
+as $$
+begin
+  if new.tenant_id is distinct from old.tenant_id or new.id is distinct from old.id then
+    raise exception 'pymem: a memory''s tenant and id never change' using errcode = '22023';
+  end if;
+  return new;
+end
+$$;
+comment on function pymem._memories_keep_key() is 'Refuses updates of tenant_id or id';
+create trigger memories_keep_key
+  before update of tenant_id, id on pymem.memories
+  for each row execute function pymem._memories_keep_key();
+comment on trigger memories_keep_key on pymem.memories is 'tenant_id and id are immutable';
+
+create function pymem._ledger_append_only() returns trigger
+language plpgsql
+as $$
+begin
+  raise exception 'pymem: the ledger is append-only (% refused)', tg_op using errcode = '42501';
+end
+$$;
+comment on function pymem._ledger_append_only() is 'Refuses UPDATE, DELETE and TRUNCATE of the ledger';
+
+create trigger ledger_no_update_delete
+  before update or delete on pymem.ledger
+  for each row execute function pymem._ledger_append_only();
+comment on trigger ledger_no_update_delete on pymem.ledger is 'Append-only, fires even in replica mode';
+create trigger ledger_no_truncate
+  before truncate on pymem.ledger
+  for each statement execute function pymem._ledger_append_only();
+comment on trigger ledger_no_truncate on pymem.ledger is 'Append-only, fires even in replica mode';
+-- ALWAYS: session_replication_role = replica must not switch them off.
+alter table pymem.ledger enable always trigger ledger_no_update_delete;
+alter table pymem.ledger enable always trigger ledger_no_truncate;
+
+-- ============================================================================================
+-- 7. verbs and views
+-- ============================================================================================
+
+create function pymem.verify_chain(p_tenant text default null)
+returns table (
+  tenant_id text,
+  entries bigint,
+  rows_checked bigint,
+  head_seq bigint,
+  head_hash bytea,
+  bad_seq bigint,
+  bad_memory_id text,
+  problem text
+)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+-- Walks each tenant's chain (contiguous seq, prev_hash linkage, recomputed chain_hash, head row)
+-- and re-hashes every live memory against its stored content_hash and its latest ledger event.
+-- Returns one row per tenant; problem is NULL when the tenant is clean, else the first fault.
+declare
+  v_ctx text := pymem._ctx_tenant();
+  t record;
+  v_bad record;
+begin
+  if v_ctx is not null then
+    if p_tenant is not null and p_tenant <> v_ctx then
+      raise exception 'pymem: a tenant context can only verify its own chain' using errcode = '42501';
+    end if;
+    p_tenant := v_ctx;
+  elsif not pg_has_role(session_user, 'pymem_auditor', 'MEMBER') then
+    raise exception 'pymem: verifying every tenant needs the pymem_auditor role (or set a tenant)' using errcode = '42501';
+  end if;
+
+  for t in
+    select x.tenant_id from (
+      select h.tenant_id from pymem.chain_heads h
+      union select l.tenant_id from pymem.ledger l
+      union select m.tenant_id from pymem.memories m) x
+    where p_tenant is null or x.tenant_id = p_tenant
+    order by 1
+  loop
+    tenant_id := t.tenant_id;
+    bad_seq := null; bad_memory_id := null; problem := null;
+    select count(*), max(l.seq) into entries, head_seq from pymem.ledger l where l.tenant_id = t.tenant_id;
+    select count(*) into rows_checked from pymem.memories m where m.tenant_id = t.tenant_id;
+    select h.chain_hash into head_hash from pymem.chain_heads h where h.tenant_id = t.tenant_id;
+
+    -- 1. the chain itself, in one window pass
+    select c.seq, c.memory_id,
+           case when c.seq <> c.expected_seq then format('seq gap: expected %s, found %s', c.expected_seq, c.seq)
+                when c.prev_hash <> c.expected_prev then 'prev_hash does not match the previous entry''s chain_hash'
+                when c.hash_version <> 1 then format('unknown hash_version %s', c.hash_version)
+                else 'chain_hash does not match the entry''s fields' end as what
+      into v_bad
+      from (select l as entry, l.seq, l.memory_id, l.prev_hash, l.chain_hash, l.hash_version,
+                   row_number() over (order by l.seq) as expected_seq,
+                   coalesce(lag(l.chain_hash) over (order by l.seq), pymem._genesis_hash(l.tenant_id)) as expected_prev
+              from pymem.ledger l where l.tenant_id = t.tenant_id) c
+     where c.seq <> c.expected_seq or c.prev_hash <> c.expected_prev or c.hash_version <> 1
+        or c.chain_hash <> sha256(c.prev_hash || pymem._event_bytes(c.entry))
+     order by c.seq limit 1;
+    if found then
+      bad_seq := v_bad.seq; bad_memory_id := v_bad.memory_id; problem := v_bad.what;
+      return next; continue;
+    end if;
+
+    -- 2. the head row must point at the last entry
+    if coalesce(head_seq, 0) <> coalesce((select h.seq from pymem.chain_heads h where h.tenant_id = t.tenant_id), 0)
+       or (head_seq is not null and head_hash is distinct from
+           (select l.chain_hash from pymem.ledger l where l.tenant_id = t.tenant_id and l.seq = head_seq)) then
+      bad_seq := coalesce(head_seq, 0) + 1;
+      problem := 'chain head does not match the last ledger entry (entries removed or appended outside the chain)';
+      return next; continue;
+    end if;
+
+    -- 3. every live row against its own hash and its latest ledger event
+    select m.id, last.seq as last_seq,
+           case when last.seq is null then 'memory has no ledger event (written with triggers disabled)'
+                when last.event = 'memory.delete' then 'memory exists but its latest ledger event is a delete'
+                when m.erased_at is null and m.content_hash <> pymem._content_hash(m) then 'content does not match content_hash (row edited outside the chain)'
+                when m.content_hash <> last.content_hash then 'content_hash differs from the latest ledger event'
+                else 'revision differs from the latest ledger event' end as what
+      into v_bad
+      from pymem.memories m
+      left join lateral (select l.seq, l.event, l.content_hash, l.revision from pymem.ledger l
+                          where l.tenant_id = m.tenant_id and l.memory_id = m.id
+                            and l.event like 'memory.%'
+                          order by l.seq desc limit 1) last on true
+     where m.tenant_id = t.tenant_id
+       and (last.seq is null or last.event = 'memory.delete'
+            or (m.erased_at is null and m.content_hash <> pymem._content_hash(m))
+            or m.content_hash <> last.content_hash or m.revision <> last.revision)
+     order by last.seq nulls first, m.id limit 1;
+    if found then
+      bad_seq := v_bad.last_seq; bad_memory_id := v_bad.id; problem := v_bad.what;
+    end if;
+    return next;
+  end loop;
+end
+$$;
+comment on function pymem.verify_chain(text) is 'Verifies the hash chain and re-hashes live rows; one row per tenant, problem NULL when clean';
+
+-- ============================================================================================
+-- 8. privileges
+-- ============================================================================================
+-- The app role gets exactly the DML it needs; nothing on the ledger but SELECT (appends go through
+-- the definer trigger function); no TRUNCATE, no ownership, so no ALTER or DISABLE of anything.
+
+reset role;
+revoke all on schema pymem from public;
+grant usage on schema pymem to pymem_app, pymem_auditor;
+revoke all on all tables in schema pymem from public;
+revoke all on all functions in schema pymem from public;
+
+grant select, insert, update, delete on pymem.memories to pymem_app;
+grant select, insert, update, delete on pymem.idempotency_keys to pymem_app;
+grant select on pymem.ledger, pymem.chain_heads, pymem.store_info, pymem.adapter_bindings to pymem_app;
+grant select on pymem.ledger, pymem.chain_heads, pymem.store_info, pymem.adapter_bindings to pymem_auditor;
+
+grant execute on function pymem._ctx_tenant(), pymem._ctx_actor(), pymem._ctx_adapter(), pymem._ctx_scope(),
+  pymem._ctx_read_adapters(), pymem._scope_is_flat(jsonb) to pymem_app, pymem_auditor;
+grant execute on function pymem.set_context(text, text, text, jsonb, text[]) to pymem_app, pymem_auditor;
+grant execute on function pymem._b(text), pymem._b(bytea), pymem._b(bigint), pymem._b(timestamptz), pymem._b(jsonb),
+  pymem._b(text[]), pymem._b(real), pymem._genesis_hash(text), pymem._content_hash(pymem.memories),
+  pymem._event_bytes(pymem.ledger) to pymem_app, pymem_auditor;
+grant execute on function pymem.verify_chain(text) to pymem_app, pymem_auditor;
