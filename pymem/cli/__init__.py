@@ -1,0 +1,39 @@
+"""The `pymem` command line: each command is a thin wrapper over one library call."""
+
+from __future__ import annotations
+
+import warnings
+
+import click
+
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="pymem")
+def main() -> None:
+    """pymem: long-term memory for AI agents, in Postgres.
+
+    With no PYMEM_DSN, pymem runs an embedded Postgres (with pgvector) in PYMEM_HOME.
+    """
+
+
+def _register() -> None:
+    from . import db_commands, verify_command, demo_command
+
+    for module in (db_commands, verify_command, demo_command):
+        module.register(main)
+    # Later capabilities register themselves here too, one module each.
+    import importlib
+
+    for name in ("data_commands", "bench_command", "memory_commands"):
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            continue
+        module.register(main)
+
+
+_register()

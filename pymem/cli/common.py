@@ -1,0 +1,105 @@
+"""What every command shares: context options, opening the store, output, and error mapping.
+
+Exit codes: 0 success, 1 a finding or a refusal (verify found tampering, admission refused),
+2 usage, connection or configuration errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from typing import Any, Callable
+
+import click
+
+from ..config import Settings
+from ..context import Context, parse_scope_pairs
+from ..errors import PymemError, ServerError
+
+
+class PymemCommandError(click.ClickException):
+    """A library error shown as `Error: ...` with the error's own exit code."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def handle_errors(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except PymemError as exc:
+            raise PymemCommandError(str(exc), exit_code=exc.exit_code) from exc
+    return wrapper
+
+
+def context_options(fn: Callable) -> Callable:
+    """--tenant/--actor/--adapter/--scope with PYMEM_* defaults; passes `ctx: Context`."""
+
+    @click.option("--tenant", envvar="PYMEM_TENANT", help="Tenant to act for [env: PYMEM_TENANT] (required).")
+    @click.option("--actor", envvar="PYMEM_ACTOR", help="Acting user or agent id [env: PYMEM_ACTOR].")
+    @click.option("--adapter", envvar="PYMEM_ADAPTER",
+                  help="Source adapter (agent CLI) writing; unset = operator [env: PYMEM_ADAPTER].")
+    @click.option("--scope", "scope_pairs", multiple=True, metavar="AXIS=VALUE",
+                  help="Scope axis, repeatable [env: PYMEM_SCOPE, comma-separated].")
+    @functools.wraps(fn)
+    def wrapper(*args: Any, tenant: str | None, actor: str | None, adapter: str | None,
+                scope_pairs: tuple[str, ...], **kwargs: Any) -> Any:
+        kwargs["ctx"] = build_context(tenant, actor, adapter, scope_pairs)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def build_context(tenant: str | None, actor: str | None, adapter: str | None,
+                  scope_pairs: tuple[str, ...] | list[str]) -> Context:
+    if not tenant:
+        raise click.UsageError("a tenant is required: pass --tenant or set PYMEM_TENANT")
+    pairs = list(scope_pairs) or ([os.environ["PYMEM_SCOPE"]] if os.environ.get("PYMEM_SCOPE") else [])
+    try:
+        return Context(tenant=tenant, actor=actor or None, adapter=adapter or None, scope=parse_scope_pairs(pairs))
+    except PymemError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+
+
+def open_store():
+    """Open the store from the environment (embedded when PYMEM_DSN is unset)."""
+    from ..store import Store
+
+    try:
+        return Store.open(Settings.from_env())
+    except PymemError:
+        raise
+    except Exception as exc:  # a driver or server failure we did not anticipate
+        raise ServerError(f"cannot open the store: {exc}") from exc
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, default=str, sort_keys=False))
+
+
+def stderr(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """A plain aligned table."""
+    if not rows:
+        click.echo("(none)")
+        return
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+    for row in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+
+
+def is_tty() -> bool:
+    return sys.stderr.isatty()
