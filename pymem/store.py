@@ -167,10 +167,13 @@ class Memories:
         prepared = [self.prepare_row(r) for r in rows]
         if not prepared:
             return []
-        sql = _insert_sql()
         with self._tx(conn) as c:
-            with c.cursor() as cur:
-                cur.executemany(sql, [_insert_params(p, self.ctx) for p in prepared])
+            for start in range(0, len(prepared), INSERT_BATCH):
+                batch = prepared[start:start + INSERT_BATCH]
+                params = [v for p in batch for v in _insert_params(p, self.ctx)]
+                # One multi-row INSERT per batch: the chain trigger then locks the tenant's head
+                # once per statement instead of once per row (COPY is refused under RLS).
+                c.execute(_insert_sql(len(batch)), params)
         return [p["id"] for p in prepared]
 
     def get_row(self, memory_id: str, *, conn: psycopg.Connection | None = None) -> dict[str, Any] | None:
@@ -188,18 +191,79 @@ class Memories:
             row["embedding"] = row["embedding"].to_list()
         return row
 
+    # -- storage verbs (the memory plane contract; see pymem/plane.py) -------------------------
+
+    def upsert_many(self, records: Sequence[Mapping[str, Any]], *, idempotency_key: str,
+                    expected_revisions: Mapping[str, int] | None = None, idempotency_class: str | None = None,
+                    conn: psycopg.Connection | None = None) -> dict[str, Any]:
+        """Store chunks verbatim, atomically: {"upserted": N, "replayed": bool}.
+
+        Replay-or-conflict on (verb, actor, idempotency_key); expected_revisions {id: rev} (0 = must
+        not exist) => RevisionMismatch and nothing written; idempotency_class "default" (24 h),
+        "short" (1 h) or "long" (30 days) sets how long the key is remembered.
+        """
+        from . import plane
+
+        return plane.upsert_many(self.store, self.ctx, records, idempotency_key=idempotency_key,
+                                 expected_revisions=expected_revisions, idempotency_class=idempotency_class,
+                                 conn=conn)
+
+    def search(self, vector: Sequence[float], *, top_k: int, scope_filter: Mapping[str, str] | None = None,
+               metadata_filter: Mapping[str, Any] | None = None, include: Mapping[str, bool] | None = None,
+               fidelity_target: Any = None, conn: psycopg.Connection | None = None) -> list[dict[str, Any]]:
+        """The top_k visible chunks closest by cosine whose scope contains scope_filter, best first:
+        [{chunk, chunk_id, score, recalled_view, revision}]. include: {"embedding": False} leaves
+        vectors out of the returned chunks, {"superseded": True} also returns superseded rows."""
+        from . import plane
+
+        return plane.search(self.store, self.ctx, vector, top_k=top_k, scope_filter=scope_filter,
+                            metadata_filter=metadata_filter, include=include, fidelity_target=fidelity_target,
+                            conn=conn)
+
+    def get(self, memory_id: str, *, conn: psycopg.Connection | None = None) -> dict[str, Any] | None:
+        """The stored chunk, verbatim, plus a "revision" key; None if absent, erased or not visible."""
+        from . import plane
+
+        return plane.get(self.store, self.ctx, memory_id, conn=conn)
+
+    def get_many(self, ids: Sequence[str], *, conn: psycopg.Connection | None = None) -> list[dict[str, Any]]:
+        """get() for many ids: the records found, in the order of `ids` (absent ids are skipped, a
+        repeated id is returned each time it is asked for)."""
+        from . import plane
+
+        return plane.get_many(self.store, self.ctx, ids, conn=conn)
+
+    def delete_many(self, ids: Sequence[str], *, conn: psycopg.Connection | None = None) -> dict[str, int]:
+        """Delete chunks in one transaction (one ledger event each): {"deleted": ids that existed}."""
+        from . import plane
+
+        return plane.delete_many(self.store, self.ctx, ids, conn=conn)
+
+    def describe_store(self) -> dict[str, Any]:
+        """Capabilities, advertising only what is implemented."""
+        from . import plane
+
+        return plane.describe_store(self.store)
+
+    def health(self) -> dict[str, Any]:
+        """Database reachable and its version, pgvector version check, schema revision current."""
+        from . import plane
+
+        return plane.health(self.store)
+
 
 _INSERT_COLUMNS = ("tenant_id", "id", "scope", "kind", "content", "record", "embedding", "tags", "importance",
                    "confidence", "origin", "source_adapter", "provenance", "injection_source",
                    "policy_fingerprint", "valid_from", "invalidated_at", "superseded_by")
 
 
-def _insert_sql() -> str:
+INSERT_BATCH = 1000  # rows per INSERT statement; keeps the parameter count under 65,535
+
+
+def _insert_sql(rows: int = 1) -> str:
     cols = ", ".join(_INSERT_COLUMNS)
-    vals = ", ".join(
-        "coalesce(%s, now())" if c == "valid_from" else "%s" for c in _INSERT_COLUMNS
-    )
-    return f"insert into pymem.memories ({cols}) values ({vals})"
+    one = "(" + ", ".join("coalesce(%s, now())" if c == "valid_from" else "%s" for c in _INSERT_COLUMNS) + ")"
+    return f"insert into pymem.memories ({cols}) values " + ", ".join([one] * rows)
 
 
 def _insert_params(p: Mapping[str, Any], ctx: Context) -> tuple:

@@ -179,36 +179,62 @@ $$;
 comment on function pymem._b(timestamptz) is 'Timestamp as integer microseconds since the epoch, 0x00 for NULL';
 
 create function pymem._b(p jsonb) returns bytea
-language sql immutable parallel safe
+language plpgsql immutable parallel safe
 as $$
-  select case
-    when p is null then '\x00'::bytea
-    else case jsonb_typeof(p)
-      when 'object' then '\x6f'::bytea || int4send((select count(*)::int from jsonb_object_keys(p)))
-        || coalesce((select string_agg(pymem._b(e.key) || pymem._b(e.value), ''::bytea order by convert_to(e.key, 'UTF8'))
-                     from jsonb_each(p) e), ''::bytea)
-      when 'array' then '\x61'::bytea || int4send(jsonb_array_length(p))
-        || coalesce((select string_agg(pymem._b(e.value), ''::bytea order by e.ord)
-                     from jsonb_array_elements(p) with ordinality e(value, ord)), ''::bytea)
-      when 'string' then '\x73'::bytea || pymem._b(p #>> '{}')
-      when 'number' then '\x6e'::bytea || pymem._b((p #>> '{}')::numeric::text)
-      when 'boolean' then case when p = 'true'::jsonb then '\x74'::bytea else '\x66'::bytea end
-      else '\x7a'::bytea  -- json null
-    end
-  end
+-- plpgsql rather than SQL: a SQL function with subqueries is re-planned on every call, which
+-- made this the most expensive step of every write and of verification.
+declare
+  v_out bytea;
+begin
+  if p is null then
+    return '\x00'::bytea;
+  end if;
+  case jsonb_typeof(p)
+    when 'object' then
+      if p = '{}'::jsonb then
+        return '\x6f00000000'::bytea;
+      end if;
+      -- one query per container; pymem._bv inlines scalars, so only nested containers recurse
+      select '\x6f'::bytea || int4send(count(*)::int)
+             || coalesce(string_agg(pymem._b(e.key) || pymem._bv(e.value), ''::bytea
+                                    order by convert_to(e.key, 'UTF8')), ''::bytea)
+        into v_out from jsonb_each(p) e;
+      return v_out;
+    when 'array' then
+      select '\x61'::bytea || int4send(count(*)::int)
+             || coalesce(string_agg(pymem._bv(e.value), ''::bytea order by e.ord), ''::bytea)
+        into v_out from jsonb_array_elements(p) with ordinality e(value, ord);
+      return v_out;
+    when 'string' then
+      return '\x73'::bytea || pymem._b(p #>> '{}');
+    when 'number' then
+      return '\x6e'::bytea || pymem._b((p #>> '{}')::numeric::text);
+    when 'boolean' then
+      return case when p = 'true'::jsonb then '\x74'::bytea else '\x66'::bytea end;
+    else
+      return '\x7a'::bytea;  -- json null
+  end case;
+end
 $$;
 comment on function pymem._b(jsonb) is 'Canonical bytes of a jsonb value: type tag, sorted keys, length prefixes';
 
-create function pymem._b(p text[]) returns bytea
+create function pymem._bv(p jsonb) returns bytea
 language sql immutable parallel safe
 as $$
-  select case when p is null then '\x00'::bytea
-    else '\x01'::bytea || int4send(coalesce(array_length(p, 1), 0))
-      || coalesce((select string_agg(pymem._b(t.v), ''::bytea order by t.ord)
-                   from unnest(p) with ordinality t(v, ord)), ''::bytea)
+  select case jsonb_typeof(p)
+    when 'string' then '\x73'::bytea || pymem._b(p #>> '{}')
+    when 'number' then '\x6e'::bytea || pymem._b((p #>> '{}')::numeric::text)
+    when 'boolean' then case when p = 'true'::jsonb then '\x74'::bytea else '\x66'::bytea end
+    when 'null' then '\x7a'::bytea
+    else pymem._b(p)
   end
 $$;
-comment on function pymem._b(text[]) is 'Length-prefixed bytes of a text array, element order kept';
+comment on function pymem._bv(jsonb) is 'A jsonb value inside a container: scalars encoded inline (same bytes as pymem._b), containers via pymem._b';
+
+create function pymem._b(p text[]) returns bytea
+language sql immutable parallel safe
+as $$ select pymem._b(array_send(p)) $$;
+comment on function pymem._b(text[]) is 'A text array in Postgres''s binary array format (element type, bounds, lengths), length-prefixed';
 
 create function pymem._b(p real) returns bytea
 language sql immutable parallel safe
@@ -443,9 +469,11 @@ comment on policy idempotency_tenant on pymem.idempotency_keys is 'Idempotency r
 -- ============================================================================================
 
 create function pymem._content_hash(m pymem.memories) returns bytea
-language sql immutable parallel safe
+language plpgsql immutable parallel safe
 as $$
-  select sha256(
+begin
+  -- plpgsql for the same reason as pymem._event_bytes: one cached, inlined plan.
+  return sha256(
     '\x0001'::bytea                       -- field list version 1
     || pymem._b(m.tenant_id) || pymem._b(m.id) || pymem._b(m.scope) || pymem._b(m.kind)
     || pymem._b(m.content) || pymem._b(m.record)
@@ -455,7 +483,8 @@ as $$
     || pymem._b(m.origin) || pymem._b(m.source_adapter) || pymem._b(m.provenance)
     || pymem._b(m.injection_source) || pymem._b(m.policy_fingerprint)
     || pymem._b(m.revision::bigint) || pymem._b(m.created_at) || pymem._b(m.valid_from)
-    || pymem._b(m.invalidated_at) || pymem._b(m.superseded_by))
+    || pymem._b(m.invalidated_at) || pymem._b(m.superseded_by));
+end
 $$;
 comment on function pymem._content_hash(pymem.memories) is 'sha256 of a memory''s hashed fields (v1); erased_at and updated_at are bookkeeping, not content';
 
@@ -495,86 +524,133 @@ create trigger memories_before_write
 comment on trigger memories_before_write on pymem.memories is 'Revision bump and content hash on every write';
 
 create function pymem._event_bytes(l pymem.ledger) returns bytea
-language sql immutable parallel safe
+language plpgsql immutable parallel safe
 as $$
-  select pymem._b(l.hash_version::bigint) || pymem._b(l.tenant_id) || pymem._b(l.seq) || pymem._b(l.event)
+begin
+  -- plpgsql keeps one cached plan with every _b() inlined; a SQL function taking a row is not
+  -- inlined and was re-planned per call.
+  return pymem._b(l.hash_version::bigint) || pymem._b(l.tenant_id) || pymem._b(l.seq) || pymem._b(l.event)
       || pymem._b(l.memory_id) || pymem._b(l.revision::bigint) || pymem._b(l.content_hash)
-      || pymem._b(l.actor) || pymem._b(l.adapter) || pymem._b(l.details) || pymem._b(l.occurred_at)
+      || pymem._b(l.actor) || pymem._b(l.adapter) || pymem._b(l.details) || pymem._b(l.occurred_at);
+end
 $$;
 comment on function pymem._event_bytes(pymem.ledger) is 'The hashed field list of a ledger entry (hash_version 1)';
 
-create function pymem._append_event(
-  p_tenant text, p_event text, p_memory_id text, p_revision integer, p_content_hash bytea,
-  p_details jsonb, p_live_delta integer
-) returns pymem.ledger
+-- A statement's events, before they get their place in the chain.
+create type pymem._pending_event as (
+  tenant_id text,
+  event text,
+  memory_id text,
+  revision integer,
+  content_hash bytea,
+  live_delta integer
+);
+comment on type pymem._pending_event is 'One ledger event waiting to be chained by pymem._append_events';
+
+create function pymem._append_events(p_events pymem._pending_event[], p_details jsonb default '{}'::jsonb)
+returns pymem.ledger
 language plpgsql security definer
 set search_path = ''
 as $$
+-- Chains a batch of events under ONE lock and ONE update of each tenant's head row. Locking the
+-- head once per statement (not once per row) keeps a batch from building a long chain of dead
+-- head-row versions, and writers of one tenant serialize here while other tenants never wait.
 declare
+  v_tenant text;
   v_head pymem.chain_heads;
   v_entry pymem.ledger;
+  v_live bigint;
+  v_at timestamptz := clock_timestamp();
+  e pymem._pending_event;
 begin
-  if p_tenant is null or p_tenant is distinct from pymem._ctx_tenant() then
-    raise exception 'pymem: ledger events can only be appended for the context tenant' using errcode = '42501';
-  end if;
-  -- Lock the tenant's head: writers of one tenant serialize here, other tenants never wait.
-  select * into v_head from pymem.chain_heads h where h.tenant_id = p_tenant for update;
-  if not found then
-    insert into pymem.chain_heads (tenant_id, seq, chain_hash)
-      values (p_tenant, 0, pymem._genesis_hash(p_tenant))
-      on conflict (tenant_id) do nothing;
-    select * into v_head from pymem.chain_heads h where h.tenant_id = p_tenant for update;
-  end if;
-  v_entry.tenant_id := p_tenant;
-  v_entry.seq := v_head.seq + 1;
-  v_entry.event := p_event;
-  v_entry.memory_id := p_memory_id;
-  v_entry.revision := p_revision;
-  v_entry.content_hash := p_content_hash;
-  v_entry.actor := pymem._ctx_actor();
-  v_entry.adapter := pymem._ctx_adapter();
-  v_entry.details := coalesce(p_details, '{}'::jsonb);
-  v_entry.occurred_at := clock_timestamp();
-  v_entry.hash_version := 1;
-  v_entry.prev_hash := v_head.chain_hash;
-  v_entry.chain_hash := sha256(v_entry.prev_hash || pymem._event_bytes(v_entry));
-  insert into pymem.ledger values (v_entry.*);
-  update pymem.chain_heads h
-     set seq = v_entry.seq, chain_hash = v_entry.chain_hash,
-         live_rows = h.live_rows + p_live_delta, updated_at = v_entry.occurred_at
-   where h.tenant_id = p_tenant;
+  for v_tenant in select distinct x.tenant_id from unnest(p_events) x order by 1 loop
+    if v_tenant is distinct from pymem._ctx_tenant() then
+      raise exception 'pymem: ledger events can only be appended for the context tenant' using errcode = '42501';
+    end if;
+    select * into v_head from pymem.chain_heads h where h.tenant_id = v_tenant for update;
+    if not found then
+      insert into pymem.chain_heads (tenant_id, seq, chain_hash)
+        values (v_tenant, 0, pymem._genesis_hash(v_tenant))
+        on conflict (tenant_id) do nothing;
+      select * into v_head from pymem.chain_heads h where h.tenant_id = v_tenant for update;
+    end if;
+    v_live := 0;
+    for e in select x.* from unnest(p_events) x where x.tenant_id = v_tenant order by x.memory_id, x.event loop
+      v_entry.tenant_id := v_tenant;
+      v_entry.seq := v_head.seq + 1;
+      v_entry.event := e.event;
+      v_entry.memory_id := e.memory_id;
+      v_entry.revision := e.revision;
+      v_entry.content_hash := e.content_hash;
+      v_entry.actor := pymem._ctx_actor();
+      v_entry.adapter := pymem._ctx_adapter();
+      v_entry.details := coalesce(p_details, '{}'::jsonb);
+      v_entry.occurred_at := v_at;
+      v_entry.hash_version := 1;
+      v_entry.prev_hash := v_head.chain_hash;
+      v_entry.chain_hash := sha256(v_entry.prev_hash || pymem._event_bytes(v_entry));
+      insert into pymem.ledger values (v_entry.*);
+      v_head.seq := v_entry.seq;
+      v_head.chain_hash := v_entry.chain_hash;
+      v_live := v_live + coalesce(e.live_delta, 0);
+    end loop;
+    update pymem.chain_heads h
+       set seq = v_head.seq, chain_hash = v_head.chain_hash, live_rows = h.live_rows + v_live, updated_at = v_at
+     where h.tenant_id = v_tenant;
+  end loop;
   return v_entry;
 end
 $$;
-comment on function pymem._append_event(text, text, text, integer, bytea, jsonb, integer) is 'Appends one event to the context tenant''s chain under the head-row lock (definer: the app cannot write the ledger directly)';
+comment on function pymem._append_events(pymem._pending_event[], jsonb) is 'Appends events to their tenants'' chains under the head-row lock (definer: the app cannot write the ledger directly)';
 
--- SECURITY DEFINER so that the app role needs no EXECUTE on pymem._append_event: it cannot
--- append a forged event by calling it directly, only by really changing a memory.
+-- SECURITY DEFINER so that the app role needs no EXECUTE on pymem._append_events: it cannot
+-- append a forged event by calling it directly, only by really changing a memory. Statement
+-- level, with transition tables, so a multi-row write chains all its rows in one pass.
 create function pymem._memories_chain() returns trigger
 language plpgsql security definer
 set search_path = ''
 as $$
+declare
+  v_events pymem._pending_event[];
 begin
   if tg_op = 'INSERT' then
-    perform pymem._append_event(new.tenant_id, 'memory.insert', new.id, new.revision, new.content_hash, '{}'::jsonb, 1);
+    select array_agg(row(n.tenant_id, 'memory.insert', n.id, n.revision, n.content_hash, 1)::pymem._pending_event)
+      into v_events from pymem_new_rows n;
   elsif tg_op = 'UPDATE' then
-    perform pymem._append_event(new.tenant_id,
-      case when new.erased_at is not null and old.erased_at is null then 'memory.erase'
-           when new.invalidated_at is not null and old.invalidated_at is null then 'memory.supersede'
-           else 'memory.update' end,
-      new.id, new.revision, new.content_hash, '{}'::jsonb, 0);
+    select array_agg(row(n.tenant_id,
+             case when n.erased_at is not null and o.erased_at is null then 'memory.erase'
+                  when n.invalidated_at is not null and o.invalidated_at is null then 'memory.supersede'
+                  else 'memory.update' end,
+             n.id, n.revision, n.content_hash, 0)::pymem._pending_event)
+      into v_events
+      from pymem_new_rows n join pymem_old_rows o on o.tenant_id = n.tenant_id and o.id = n.id;
   else
-    perform pymem._append_event(old.tenant_id, 'memory.delete', old.id, old.revision, old.content_hash, '{}'::jsonb, -1);
+    select array_agg(row(o.tenant_id, 'memory.delete', o.id, o.revision, o.content_hash, -1)::pymem._pending_event)
+      into v_events from pymem_old_rows o;
+  end if;
+  if v_events is not null then
+    perform pymem._append_events(v_events);
   end if;
   return null;
 end
 $$;
-comment on function pymem._memories_chain() is 'Chains every insert, update and delete of a memory into its tenant''s ledger';
+comment on function pymem._memories_chain() is 'Chains every inserted, updated and deleted memory of a statement into its tenant''s ledger';
 
-create trigger memories_chain
-  after insert or update or delete on pymem.memories
-  for each row execute function pymem._memories_chain();
-comment on trigger memories_chain on pymem.memories is 'One ledger event per changed row, in the same transaction';
+create trigger memories_chain_insert
+  after insert on pymem.memories
+  referencing new table as pymem_new_rows
+  for each statement execute function pymem._memories_chain();
+comment on trigger memories_chain_insert on pymem.memories is 'One memory.insert event per inserted row, in the same transaction';
+create trigger memories_chain_update
+  after update on pymem.memories
+  referencing old table as pymem_old_rows new table as pymem_new_rows
+  for each statement execute function pymem._memories_chain();
+comment on trigger memories_chain_update on pymem.memories is 'One memory.update / supersede / erase event per updated row';
+create trigger memories_chain_delete
+  after delete on pymem.memories
+  referencing old table as pymem_old_rows
+  for each statement execute function pymem._memories_chain();
+comment on trigger memories_chain_delete on pymem.memories is 'One memory.delete event per deleted row';
 
 -- The primary key would let the owner move a row between tenants; nobody should.
 create function pymem._memories_keep_key() returns trigger
@@ -718,6 +794,162 @@ end
 $$;
 comment on function pymem.verify_chain(text) is 'Verifies the hash chain and re-hashes live rows; one row per tenant, problem NULL when clean';
 
+-- Search. HNSW checks RLS, the tenant and the scope only *after* it fetched candidates, so a
+-- plain filtered HNSW scan silently returns fewer than top_k rows for a small tenant or scope.
+-- And under RLS the planner cannot see the tenant's size (the policy's tenant is a run-time
+-- value), so it guesses the same plan for every tenant. pymem.search therefore chooses the plan
+-- itself from an exact count, and top_k always counts rows the caller may see.
+
+create type pymem.search_hit as (
+  id text,
+  record jsonb,
+  content text,
+  kind text,
+  tags text[],
+  scope jsonb,
+  origin text,
+  provenance jsonb,
+  confidence real,
+  source_adapter text,
+  injection_source text,
+  policy_fingerprint text,
+  created_at timestamptz,
+  revision integer,
+  score double precision
+);
+comment on type pymem.search_hit is 'One pymem.search result: what recall needs of the row, and its cosine similarity (1 - cosine distance)';
+
+create function pymem._search_ef(p_top_k integer) returns integer
+language sql immutable parallel safe
+as $$ select least(1000, greatest(100, 4 * p_top_k)) $$;
+comment on function pymem._search_ef(integer) is 'hnsw.ef_search for a top_k: the default ef_search of 40 gives recall@10 of 0.85-0.94 on filtered scans (measured); this keeps it >= 0.95';
+
+-- A function's SET clause may name hnsw.* only once pgvector's library has defined those
+-- settings in this session; a cast to vector loads it.
+do $$ begin perform '[1]'::vector; end $$;
+
+create function pymem.search(
+  p_query vector,
+  p_top_k integer,
+  p_scope_filter jsonb default '{}'::jsonb,
+  p_include_superseded boolean default false,
+  p_with_vectors boolean default true,
+  p_plan text default 'auto',
+  p_exact_below bigint default 2000,
+  p_ef_search integer default null,
+  p_max_scan_tuples integer default 20000
+) returns setof pymem.search_hit
+language plpgsql volatile security invoker
+-- Custom plans: a generic plan cannot see the tenant either (psycopg prepares after 5 runs).
+set plan_cache_mode = force_custom_plan
+-- Iterative scans keep fetching candidates until top_k rows pass RLS and the filters. These
+-- SET clauses also scope the set_config(..., true) calls below to this function call.
+set hnsw.iterative_scan = 'relaxed_order'
+set hnsw.ef_search = 40
+set hnsw.max_scan_tuples = 20000
+as $$
+-- Returns the p_top_k visible, non-erased rows of the context tenant whose scope contains
+-- p_scope_filter (and the context scope, through RLS), best first (score desc, then id).
+-- Superseded rows (invalidated_at set) are left out unless p_include_superseded: recall wants
+-- what is believed now. Rows without an embedding never match. p_with_vectors = false drops the
+-- record's "embedding"/"vector" keys from the result (less to send back).
+--
+-- Plan (p_plan 'auto'): exact (the tenant's rows by the primary key, sorted by distance) when
+-- the tenant is small, else HNSW with an iterative scan, re-sorted, falling back to exact
+-- whenever the scan ran out of candidates before finding p_top_k rows. An HNSW visit costs about
+-- 8 exact row visits and a scan visits about top_k * table_rows / tenant_rows tuples, hence the
+-- rule below. 'exact' and 'hnsw' force a plan (tests, benchmarks); 'hnsw' still falls back.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_rows bigint;
+  v_table_rows double precision;
+  v_hits pymem.search_hit[];
+begin
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_scope_filter is null or not pymem._scope_is_flat(p_scope_filter) then
+    raise exception 'pymem: the scope filter must be a flat object of non-empty string values' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
+  if v_tenant is null then
+    return;  -- no tenant, no visible rows
+  end if;
+  select h.live_rows into v_rows from pymem.chain_heads h where h.tenant_id = v_tenant;
+  if coalesce(v_rows, 0) = 0 then
+    return;
+  end if;
+  select greatest(c.reltuples, v_rows) into v_table_rows
+    from pg_catalog.pg_class c where c.oid = 'pymem.memories'::regclass;
+
+  if p_plan = 'hnsw' or (p_plan = 'auto' and v_rows >= p_exact_below
+                         and v_rows::double precision * v_rows >= 8.0 * p_top_k * v_table_rows) then
+    perform set_config('hnsw.ef_search', coalesce(p_ef_search, pymem._search_ef(p_top_k))::text, true),
+            set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
+    -- The materialized CTE is the shape iterative scans need; its rows come back in relaxed
+    -- order, so they are re-sorted (by distance, id: not an index order, so it really sorts).
+    with candidates as materialized (
+      select m.id, m.record, m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence,
+             m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+             m.embedding <=> p_query as distance
+        from pymem.memories m
+       where m.tenant_id = v_tenant
+         and m.scope @> p_scope_filter
+         and m.erased_at is null
+         and (p_include_superseded or m.invalidated_at is null)
+       order by m.embedding <=> p_query
+       limit p_top_k)
+    select array_agg(row(c.id,
+                         case when p_with_vectors then c.record else c.record - 'embedding' - 'vector' end,
+                         c.content, c.kind, c.tags, c.scope, c.origin, c.provenance, c.confidence,
+                         c.source_adapter, c.injection_source, c.policy_fingerprint, c.created_at,
+                         c.revision, 1 - c.distance)::pymem.search_hit
+                     order by c.distance, c.id)
+      into v_hits
+      from candidates c
+     where c.distance <> 'NaN'::double precision;
+    if coalesce(cardinality(v_hits), 0) >= p_top_k then
+      return query select h.* from unnest(v_hits) h;
+      return;
+    end if;
+  end if;
+
+  return query
+    select d.id,
+           case when p_with_vectors then d.record else d.record - 'embedding' - 'vector' end,
+           d.content, d.kind, d.tags, d.scope, d.origin, d.provenance, d.confidence, d.source_adapter,
+           d.injection_source, d.policy_fingerprint, d.created_at, d.revision, 1 - d.distance
+      from (select m.id, m.record, m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence,
+                   m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+                   m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and m.scope @> p_scope_filter
+               and m.erased_at is null
+               and (p_include_superseded or m.invalidated_at is null)
+               and m.embedding is not null
+            offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
+     where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
+     order by d.distance, d.id
+     limit p_top_k;
+end
+$$;
+comment on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) is 'Cosine search under RLS (security invoker); top_k counts in-scope rows; exact or iterative HNSW chosen per query from the tenant''s live row count';
+
+-- Operators resolve through the search_path; pin it to the schema pgvector lives in, whatever
+-- the caller's is.
+do $$
+begin
+  execute format('alter function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) set search_path = pg_catalog, %I, pg_temp',
+                 (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector'));
+end
+$$;
+
 -- ============================================================================================
 -- 8. privileges
 -- ============================================================================================
@@ -738,7 +970,10 @@ grant select on pymem.ledger, pymem.chain_heads, pymem.store_info, pymem.adapter
 grant execute on function pymem._ctx_tenant(), pymem._ctx_actor(), pymem._ctx_adapter(), pymem._ctx_scope(),
   pymem._ctx_read_adapters(), pymem._scope_is_flat(jsonb) to pymem_app, pymem_auditor;
 grant execute on function pymem.set_context(text, text, text, jsonb, text[]) to pymem_app, pymem_auditor;
-grant execute on function pymem._b(text), pymem._b(bytea), pymem._b(bigint), pymem._b(timestamptz), pymem._b(jsonb),
+grant execute on function pymem._b(text), pymem._b(bytea), pymem._b(bigint), pymem._b(timestamptz), pymem._b(jsonb), pymem._bv(jsonb),
   pymem._b(text[]), pymem._b(real), pymem._genesis_hash(text), pymem._content_hash(pymem.memories),
   pymem._event_bytes(pymem.ledger) to pymem_app, pymem_auditor;
 grant execute on function pymem.verify_chain(text) to pymem_app, pymem_auditor;
+-- search runs with the caller's rights, so only the app role (which can read memories) gets it
+grant execute on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) to pymem_app;
+grant execute on function pymem._search_ef(integer) to pymem_app, pymem_auditor;

