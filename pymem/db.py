@@ -24,7 +24,9 @@ AUDITOR_ROLE = "pymem_auditor"
 
 
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
-    register_vector(conn)
+    # An administrative connection may reach a database pgvector is not installed in yet.
+    if conn.execute("select to_regtype('vector') is not null").fetchone()[0]:
+        register_vector(conn)
     if role is None:  # an administrative connection: keep the login's own rights
         conn.commit()
         return

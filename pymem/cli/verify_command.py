@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .common import PymemCommandError, echo_json, handle_errors, json_option, open_store
+from .common import PymemCommandError, echo_json, json_option, open_store
 
 
 @click.command()
 @click.option("--tenant", envvar="PYMEM_TENANT",
               help="Verify only this tenant [env: PYMEM_TENANT]; default: every tenant (needs pymem_auditor).")
 @json_option
-@handle_errors
 def verify(tenant: str | None, as_json: bool) -> None:
     """Verify the ledger's hash chain and re-hash every live memory.
 
@@ -22,10 +21,15 @@ def verify(tenant: str | None, as_json: bool) -> None:
 
     Example: pymem verify --tenant acme
     """
+    from ..errors import PymemError
     from ..verify import verify_store
 
-    with open_store() as store:
-        report = verify_store(store, tenant or None)
+    try:
+        with open_store() as store:
+            report = verify_store(store, tenant or None)
+    except PymemError as exc:
+        # Anything but a finding is a usage or connection problem: exit 2, never 1.
+        raise PymemCommandError(str(exc), exit_code=2) from exc
     if as_json:
         echo_json(report.to_json())
     else:
