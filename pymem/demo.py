@@ -172,3 +172,7 @@ def run_demo(echo: Echo, settings: Settings | None = None) -> bool:
 
 # Later capabilities append steps here: callables taking the Demo.
 EXTRA_STEPS: list[Callable[[Demo], None]] = []
+
+from .demo_admission import admission_demo as _admission_demo  # noqa: E402  (imports Demo from here)
+
+EXTRA_STEPS.append(_admission_demo)

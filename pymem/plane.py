@@ -23,7 +23,7 @@ from .errors import AccessDenied, InvalidArguments, RevisionMismatch
 from .records import Chunk, chunk_from_row, parse_chunk
 from .records import check_embedding
 from .search import (MAX_TOP_K, check_include, check_metadata_filter, check_scope_filter, check_top_k,
-                     contract_hits, run_search)
+                     contract_hits, run_search, run_search_as)
 from .validate import check_id, check_ids
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -171,15 +171,15 @@ def search(store: "Store", ctx: Context, vector: Any, *, top_k: Any, scope_filte
 def _search(store: "Store", ctx: Context, query: list[float], top_k: int, scope: dict[str, str], *,
                 include_superseded: bool = False, with_vectors: bool = True,
                 conn: psycopg.Connection | None = None) -> list[dict[str, Any]]:
-    """Validated input in, pymem.search rows out. On a pooled connection the transaction, the
-    context and the search are sent in one pipeline: one round trip instead of four."""
+    """Validated input in, pymem.search rows out. On a pooled connection, one autocommit
+    statement that sets the context and searches (one round trip instead of four); inside a
+    caller's transaction, a savepoint."""
     kwargs = dict(include_superseded=include_superseded, with_vectors=with_vectors)
     if conn is not None:
         with db.transaction(conn, ctx):
             return run_search(conn, query, top_k, scope, **kwargs)
-    with store.pool.connection() as c, db.translate_errors():
-        with c.pipeline(), db.transaction(c, ctx):
-            return run_search(c, query, top_k, scope, **kwargs)
+    with store.pool.connection() as c:
+        return run_search_as(c, ctx, query, top_k, scope, **kwargs)
 
 
 # -- get / get_many / delete_many ---------------------------------------------------------------

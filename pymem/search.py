@@ -116,6 +116,30 @@ def run_search(conn: psycopg.Connection, query: list[float], top_k: int, scope_f
         return cur.fetchall()
 
 
+_SQL_AS = (
+    f"select {', '.join(HIT_COLUMNS)} from pymem.search_as("
+    "p_tenant => %s, p_actor => %s, p_adapter => %s, p_scope => %s, p_read_adapters => %s,"
+    " p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => %s, p_with_vectors => %s,"
+    " p_plan => %s)"
+)
+
+
+def run_search_as(conn: psycopg.Connection, ctx: Context, query: list[float], top_k: int,
+                  scope_filter: dict[str, str], *, include_superseded: bool, with_vectors: bool,
+                  plan: str = "auto") -> list[dict[str, Any]]:
+    """The search as one autocommit statement that sets the context itself (pymem.search_as):
+    one round trip. `conn` must be idle; it is left as it was found."""
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        with db.translate_errors(), conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(_SQL_AS, ctx.params() + (Vector(query), top_k, Jsonb(scope_filter), include_superseded,
+                                                 with_vectors, plan), prepare=False)
+            return cur.fetchall()
+    finally:
+        conn.autocommit = autocommit
+
+
 def contract_hits(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows as the storage contract returns them: {chunk, chunk_id, score, recalled_view, revision}."""
     from .records import chunk_from_row
@@ -134,4 +158,4 @@ def contract_hits(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 __all__ = ["MAX_TOP_K", "PLANS", "INCLUDE_KEYS", "HIT_COLUMNS", "check_top_k", "check_scope_filter", "check_include",
-           "check_metadata_filter", "search_rows", "run_search", "contract_hits"]
+           "check_metadata_filter", "search_rows", "run_search", "run_search_as", "contract_hits"]

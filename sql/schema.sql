@@ -434,10 +434,10 @@ create policy memories_delete on pymem.memories for delete
          and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter())));
 comment on policy memories_delete on pymem.memories is 'Deletes own-adapter rows (operator: any) of the context tenant and scope';
 
--- The owner reads across tenants only inside the SECURITY DEFINER verifier, which returns
--- hashes and ids, never content.
+-- The owner reads across tenants only inside the SECURITY DEFINER verifier and the
+-- pymem.memory_history view, which return hashes, ids and provenance, never content.
 create policy memories_owner_verify on pymem.memories for select to pymem_owner using (true);
-comment on policy memories_owner_verify on pymem.memories is 'Lets pymem.verify_chain (owned by pymem_owner) re-hash every tenant''s rows';
+comment on policy memories_owner_verify on pymem.memories is 'Lets pymem.verify_chain re-hash, and the pymem.memory_history view read provenance of, every tenant''s rows (both owned by pymem_owner, neither returns content)';
 
 -- ledger: readable by its tenant; appended only by the owner's trigger and audit functions.
 create policy ledger_read on pymem.ledger for select
@@ -715,6 +715,7 @@ declare
   v_ctx text := pymem._ctx_tenant();
   t record;
   v_bad record;
+  v_live bigint;
 begin
   if v_ctx is not null then
     if p_tenant is not null and p_tenant <> v_ctx then
@@ -740,7 +741,9 @@ begin
     select h.chain_hash into head_hash from pymem.chain_heads h where h.tenant_id = t.tenant_id;
 
     -- 1. the chain itself, in one window pass
-    select c.seq, c.memory_id,
+    -- a missing entry is named by the seq that should have been there
+    select case when c.seq <> c.expected_seq then c.expected_seq else c.seq end as seq,
+           case when c.seq <> c.expected_seq then null else c.memory_id end as memory_id,
            case when c.seq <> c.expected_seq then format('seq gap: expected %s, found %s', c.expected_seq, c.seq)
                 when c.prev_hash <> c.expected_prev then 'prev_hash does not match the previous entry''s chain_hash'
                 when c.hash_version <> 1 then format('unknown hash_version %s', c.hash_version)
@@ -787,6 +790,27 @@ begin
      order by last.seq nulls first, m.id limit 1;
     if found then
       bad_seq := v_bad.last_seq; bad_memory_id := v_bad.id; problem := v_bad.what;
+      return next; continue;
+    end if;
+
+    -- 4. every memory the ledger says is live must exist: step 3 matched each existing row to a
+    --    live event, so equal counts prove it; the search that names the missing row runs only
+    --    when they differ.
+    select count(*) into v_live
+      from (select distinct on (l.memory_id) l.event from pymem.ledger l
+             where l.tenant_id = t.tenant_id and l.memory_id is not null and l.event like 'memory.%'
+             order by l.memory_id, l.seq desc) last
+     where last.event <> 'memory.delete';
+    if v_live <> rows_checked then
+      select last.memory_id, last.seq into v_bad
+        from (select distinct on (l.memory_id) l.memory_id, l.seq, l.event from pymem.ledger l
+               where l.tenant_id = t.tenant_id and l.memory_id is not null and l.event like 'memory.%'
+               order by l.memory_id, l.seq desc) last
+       where last.event <> 'memory.delete'
+         and not exists (select from pymem.memories m where m.tenant_id = t.tenant_id and m.id = last.memory_id)
+       order by last.seq limit 1;
+      bad_seq := v_bad.seq; bad_memory_id := v_bad.memory_id;
+      problem := 'memory is missing but its latest ledger event is not a delete (row deleted outside the chain)';
     end if;
     return next;
   end loop;
@@ -840,8 +864,12 @@ create function pymem.search(
   p_max_scan_tuples integer default 20000
 ) returns setof pymem.search_hit
 language plpgsql volatile security invoker
--- Custom plans: a generic plan cannot see the tenant either (psycopg prepares after 5 runs).
-set plan_cache_mode = force_custom_plan
+-- The plan is chosen below from an exact count, and each branch pins its shape with planner
+-- settings, so no estimate of the tenant's size matters and the cached generic plans are safe:
+-- planning each call afresh (a custom plan) cost more than the whole search on small tenants.
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off  -- the exact plan reads the tenant's rows through the primary key
+set enable_sort = on      -- switched off for the HNSW statement only (see below)
 -- Iterative scans keep fetching candidates until top_k rows pass RLS and the filters. These
 -- SET clauses also scope the set_config(..., true) calls below to this function call.
 set hnsw.iterative_scan = 'relaxed_order'
@@ -889,10 +917,14 @@ begin
 
   if p_plan = 'hnsw' or (p_plan = 'auto' and v_rows >= p_exact_below
                          and v_rows::double precision * v_rows >= 8.0 * p_top_k * v_table_rows) then
+    -- enable_sort off: the only way to order the candidates without a sort is the HNSW index,
+    -- so the planner cannot fall back to "tenant index + sort" (exact, and slow on big tenants).
     perform set_config('hnsw.ef_search', coalesce(p_ef_search, pymem._search_ef(p_top_k))::text, true),
-            set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true);
-    -- The materialized CTE is the shape iterative scans need; its rows come back in relaxed
-    -- order, so they are re-sorted (by distance, id: not an index order, so it really sorts).
+            set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true),
+            set_config('enable_sort', 'off', true);
+    -- The materialized CTE is the shape iterative scans need. Its rows come back in relaxed
+    -- order, so they are re-sorted; on "distance + 0", because Postgres would otherwise take the
+    -- CTE as already sorted by distance and only sort ties (an incremental sort).
     with candidates as materialized (
       select m.id, m.record, m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence,
              m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
@@ -909,37 +941,67 @@ begin
                          c.content, c.kind, c.tags, c.scope, c.origin, c.provenance, c.confidence,
                          c.source_adapter, c.injection_source, c.policy_fingerprint, c.created_at,
                          c.revision, 1 - c.distance)::pymem.search_hit
-                     order by c.distance, c.id)
+                     order by c.distance + 0, c.id)
       into v_hits
       from candidates c
      where c.distance <> 'NaN'::double precision;
+    perform set_config('enable_sort', 'on', true);
     if coalesce(cardinality(v_hits), 0) >= p_top_k then
       return query select h.* from unnest(v_hits) h;
       return;
     end if;
   end if;
 
+  -- The outer select works on the top_k rows only (a subquery with a limit is not flattened), so
+  -- records are read and trimmed for those rows, not for every row that was ranked.
   return query
-    select d.id,
-           case when p_with_vectors then d.record else d.record - 'embedding' - 'vector' end,
-           d.content, d.kind, d.tags, d.scope, d.origin, d.provenance, d.confidence, d.source_adapter,
-           d.injection_source, d.policy_fingerprint, d.created_at, d.revision, 1 - d.distance
-      from (select m.id, m.record, m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence,
-                   m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-                   m.embedding <=> p_query as distance
-              from pymem.memories m
-             where m.tenant_id = v_tenant
-               and m.scope @> p_scope_filter
-               and m.erased_at is null
-               and (p_include_superseded or m.invalidated_at is null)
-               and m.embedding is not null
-            offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
-     where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
-     order by d.distance, d.id
-     limit p_top_k;
+    select t.id,
+           case when p_with_vectors then t.record else t.record - 'embedding' - 'vector' end,
+           t.content, t.kind, t.tags, t.scope, t.origin, t.provenance, t.confidence, t.source_adapter,
+           t.injection_source, t.policy_fingerprint, t.created_at, t.revision, 1 - t.distance
+      from (select d.*
+              from (select m.id, m.record, m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
+                           m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint,
+                           m.created_at, m.revision, m.embedding <=> p_query as distance
+                      from pymem.memories m
+                     where m.tenant_id = v_tenant
+                       and m.scope @> p_scope_filter
+                       and m.erased_at is null
+                       and (p_include_superseded or m.invalidated_at is null)
+                       and m.embedding is not null
+                    offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
+             where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
+             order by d.distance, d.id
+             limit p_top_k) t
+     order by t.distance, t.id;
 end
 $$;
 comment on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) is 'Cosine search under RLS (security invoker); top_k counts in-scope rows; exact or iterative HNSW chosen per query from the tenant''s live row count';
+
+create function pymem.search_as(
+  p_tenant text,
+  p_actor text,
+  p_adapter text,
+  p_scope jsonb,
+  p_read_adapters text[],
+  p_query vector,
+  p_top_k integer,
+  p_scope_filter jsonb default '{}'::jsonb,
+  p_include_superseded boolean default false,
+  p_with_vectors boolean default true,
+  p_plan text default 'auto'
+) returns setof pymem.search_hit
+language plpgsql volatile security invoker
+as $$
+-- pymem.set_context, then pymem.search: a search in one statement, so an autocommit caller pays
+-- one round trip instead of four (begin, context, search, commit). The context stays set for
+-- the rest of the transaction, exactly as if pymem.set_context had been called.
+begin
+  perform pymem.set_context(p_tenant, p_actor, p_adapter, p_scope, p_read_adapters);
+  return query select * from pymem.search(p_query, p_top_k, p_scope_filter, p_include_superseded, p_with_vectors, p_plan);
+end
+$$;
+comment on function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) is 'pymem.set_context + pymem.search in one statement (one round trip for autocommit callers)';
 
 -- Operators resolve through the search_path; pin it to the schema pgvector lives in, whatever
 -- the caller's is.
@@ -949,6 +1011,107 @@ begin
                  (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector'));
 end
 $$;
+
+-- Admission refusals. The write gate (pymem/gate.py) judges in Python; a refusal is chained into
+-- the tenant's ledger through this function, in a transaction of its own, before the caller sees
+-- the exception. It stores a digest of the refused arguments and short, shape-checked metadata,
+-- never the content: an audit trail that quotes a poisoned note has copied the poison. The app
+-- role may call it (that is how refusals get recorded), so it can add refusal events to its own
+-- tenant's chain and nothing else; each one is stamped with the caller's actor and adapter.
+
+create function pymem.record_refusal(
+  p_origin text,
+  p_source text,
+  p_reason text,
+  p_signature text,
+  p_digest text,
+  p_policy_fingerprint text
+) returns bigint
+language plpgsql volatile security definer
+set search_path = ''
+as $$
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_entry pymem.ledger;
+begin
+  if v_tenant is null then
+    raise exception 'pymem: recording a refusal needs a tenant context' using errcode = '22023';
+  end if;
+  if p_origin is null or p_origin not in ('user_asserted', 'operator', 'model_inferred', 'tool_output',
+                                          'retrieved_content', 'unproven', 'injected_context') then
+    raise exception 'pymem: a refusal needs a known origin' using errcode = '22023';
+  end if;
+  if p_source is not null and (p_source = '' or length(p_source) > 200 or p_source ~ '[[:cntrl:]]') then
+    raise exception 'pymem: a refusal source must be 1-200 characters without control characters' using errcode = '22023';
+  end if;
+  if p_reason is null or p_reason = '' or length(p_reason) > 300 or p_reason ~ '[[:cntrl:]]' then
+    raise exception 'pymem: a refusal reason must be 1-300 characters without control characters' using errcode = '22023';
+  end if;
+  if p_signature is not null and p_signature !~ '^[a-z0-9_.]{1,100}$' then
+    raise exception 'pymem: a refusal signature must be a signature name ([a-z0-9_.], at most 100)' using errcode = '22023';
+  end if;
+  if p_digest is null or p_digest !~ '^sha256:[0-9a-f]{64}$' then
+    raise exception 'pymem: a refusal digest must be sha256:<64 hex digits>' using errcode = '22023';
+  end if;
+  if p_policy_fingerprint is not null and p_policy_fingerprint !~ '^[A-Za-z0-9:_.-]{1,100}$' then
+    raise exception 'pymem: a policy fingerprint must be 1-100 characters of [A-Za-z0-9:_.-]' using errcode = '22023';
+  end if;
+  v_entry := pymem._append_events(
+    array[row(v_tenant, 'admission.refused', null, null, null, 0)::pymem._pending_event],
+    jsonb_build_object(
+      'decision', 'refused',
+      'action_class', 'memory.persist',
+      'tool', 'memory.write:' || coalesce(p_source, 'unknown'),
+      'origin', p_origin,
+      'adapter', pymem._ctx_adapter(),
+      'reason', p_reason,
+      'signature', p_signature,
+      'args_digest', p_digest,
+      'policy_fingerprint', p_policy_fingerprint));
+  return v_entry.seq;
+end
+$$;
+comment on function pymem.record_refusal(text, text, text, text, text, text) is 'Chains an admission.refused event (digest and reason, never content) into the context tenant''s ledger; returns its seq';
+
+-- Audit views. audit_refusals runs with the caller's rights (security_invoker): the ledger's own
+-- policies already give each role exactly its rows (an auditor every tenant's, the app its
+-- context tenant's), so the view can never widen them.
+create view pymem.audit_refusals with (security_invoker = true) as
+  select l.tenant_id, l.seq, l.occurred_at, l.actor, l.adapter,
+         l.details ->> 'origin' as origin,
+         l.details ->> 'tool' as tool,
+         l.details ->> 'reason' as reason,
+         l.details ->> 'signature' as signature,
+         l.details ->> 'args_digest' as args_digest,
+         l.details ->> 'policy_fingerprint' as policy_fingerprint
+    from pymem.ledger l
+   where l.event = 'admission.refused';
+comment on view pymem.audit_refusals is 'Every admission refusal: who, which origin and source, why, and a digest of the arguments (never the content)';
+
+-- memory_history answers "how did this get here?": each memory event of the ledger with the
+-- memory's current provenance. The auditor has no rights on memories (content must stay out of
+-- its reach), so this view runs with its owner's rights (no security_invoker) and does its own
+-- filtering: members of pymem_auditor see every tenant, anyone else (current_user is the
+-- invoker inside a view) only the context tenant, with provenance only for rows its scope and
+-- read allow-list make visible. It selects no content, record or embedding column, and
+-- security_barrier keeps a caller's (possibly leaky) WHERE clause from running before that filter.
+create view pymem.memory_history with (security_barrier = true) as
+  select l.tenant_id, l.memory_id, l.seq, l.event, l.occurred_at, l.actor, l.adapter, l.revision,
+         l.content_hash,
+         m.origin, m.provenance, m.source_adapter, m.policy_fingerprint, m.confidence, m.injection_source,
+         m.kind, m.created_at as memory_created_at, m.revision as current_revision,
+         m.invalidated_at, m.superseded_by, m.erased_at
+    from pymem.ledger l
+    left join pymem.memories m
+      on m.tenant_id = l.tenant_id and m.id = l.memory_id
+     and ((select pg_catalog.pg_has_role(current_user, 'pymem_auditor', 'USAGE'))
+          or (m.scope @> (select pymem._ctx_scope())
+              and ((select pymem._ctx_read_adapters()) is null
+                   or m.source_adapter = any ((select pymem._ctx_read_adapters())::text[]))))
+   where l.memory_id is not null
+     and ((select pg_catalog.pg_has_role(current_user, 'pymem_auditor', 'USAGE'))
+          or l.tenant_id = (select pymem._ctx_tenant()));
+comment on view pymem.memory_history is 'Each memory''s ledger events with its current origin and provenance (no content); auditors see every tenant';
 
 -- ============================================================================================
 -- 8. privileges
@@ -977,3 +1140,7 @@ grant execute on function pymem.verify_chain(text) to pymem_app, pymem_auditor;
 -- search runs with the caller's rights, so only the app role (which can read memories) gets it
 grant execute on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) to pymem_app;
 grant execute on function pymem._search_ef(integer) to pymem_app, pymem_auditor;
+grant execute on function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) to pymem_app;
+-- admission: the app records refusals; both roles read the audit views (each sees its own rows)
+grant execute on function pymem.record_refusal(text, text, text, text, text, text) to pymem_app;
+grant select on pymem.audit_refusals, pymem.memory_history to pymem_app, pymem_auditor;

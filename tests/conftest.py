@@ -84,7 +84,9 @@ def template_db(server_dsn):
 
 
 @dataclass
-class TestDB:
+class TestDatabase:
+    __test__ = False  # a fixture value, not a test class
+
     name: str
     admin_dsn: str
     app_dsn: str
@@ -113,7 +115,7 @@ def database(server_dsn, template_db):
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'create database "{name}" template "{template_db}"')
     superuser = urlsplit(server_dsn).username or "postgres"
-    db = TestDB(
+    db = TestDatabase(
         name=name,
         admin_dsn=with_user(server_dsn, superuser, database=name),
         app_dsn=with_user(server_dsn, APP_LOGIN, database=name, password=PASSWORD),

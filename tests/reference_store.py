@@ -100,7 +100,7 @@ class ReferenceStore:
             if have != want:
                 raise RevisionMismatch("stale")
         for memory_id, record in zip(ids, records):
-            revision = self.rows[memory_id][1] + 1 if memory_id in self.rows else (2 if memory_id == "e" else 1)
+            revision = self.rows[memory_id][1] + 1 if memory_id in self.rows else 1
             self.rows[memory_id] = (copy.deepcopy(record), revision)
         self.keys[slot] = (digest, len(records))
         return {"upserted": len(records), "replayed": False}

@@ -428,12 +428,14 @@ def test_health_reports_an_unreachable_database(database):
     assert report["ok"] is False and report["database"]["reachable"] is False
 
 
-def test_search_sql_function_is_security_invoker(database):
+def test_search_sql_functions_run_with_the_callers_rights(database):
     with database.admin() as conn:
-        secdef, config = conn.execute(
-            "select prosecdef, proconfig from pg_proc where oid = 'pymem.search'::regproc").fetchone()
-    assert secdef is False
-    assert "plan_cache_mode=force_custom_plan" in config
+        rows = conn.execute("select proname, prosecdef, proconfig from pg_proc"
+                            " where proname in ('search', 'search_as') and pronamespace = 'pymem'::regnamespace"
+                            " order by proname").fetchall()
+    assert [(name, secdef) for name, secdef, _ in rows] == [("search", False), ("search_as", False)]
+    config = rows[0][2]
+    assert "hnsw.iterative_scan=relaxed_order" in config
     assert any(c.startswith("search_path=") for c in config)
 
 

@@ -51,8 +51,9 @@ APP_FORBIDDEN = [
     ("insert ledger",
      "insert into pymem.ledger (tenant_id, seq, event, occurred_at, prev_hash, chain_hash)"
      " values ('acme', 100, 'memory.insert', now(), '\\x00', '\\x00')"),
-    ("call _append_event",
-     "select pymem._append_event('acme', 'memory.insert', 'forged', 1, '\\x00'::bytea, '{}'::jsonb, 1)"),
+    ("call _append_events",
+     "select pymem._append_events(array[row('acme', 'memory.insert', 'forged', 1, '\\x00'::bytea, 1)"
+     "::pymem._pending_event])"),
     ("call _memories_chain", "select pymem._memories_chain()"),
     # chain heads
     ("update chain_heads", "update pymem.chain_heads set seq = 0"),
@@ -62,7 +63,6 @@ APP_FORBIDDEN = [
     ("disable rls", "alter table pymem.memories disable row level security"),
     ("no force rls", "alter table pymem.memories no force row level security"),
     ("disable rls ledger", "alter table pymem.ledger disable row level security"),
-    ("disable trigger", "alter table pymem.memories disable trigger memories_chain"),
     ("disable all triggers", "alter table pymem.memories disable trigger all"),
     ("disable ledger trigger", "alter table pymem.ledger disable trigger ledger_no_update_delete"),
     ("add column", "alter table pymem.memories add column sneaky int"),
@@ -70,7 +70,6 @@ APP_FORBIDDEN = [
     ("drop policy", "drop policy memories_read on pymem.memories"),
     ("create policy", "create policy open_all on pymem.memories for select using (true)"),
     ("alter policy", "alter policy memories_read on pymem.memories using (true)"),
-    ("drop trigger", "drop trigger memories_chain on pymem.memories"),
     ("replace function",
      "create or replace function pymem._ctx_tenant() returns text language sql as $$ select 'acme' $$"),
     ("drop table", "drop table pymem.ledger"),
@@ -84,12 +83,27 @@ APP_FORBIDDEN = [
 ]
 
 
+def _trigger_statements(conn) -> list[tuple[str, str]]:
+    """DISABLE / DROP for every trigger on the memories and ledger tables, whatever they are called."""
+    rows = conn.execute(
+        "select tgrelid::regclass::text, tgname from pg_trigger"
+        " where tgrelid in ('pymem.memories'::regclass, 'pymem.ledger'::regclass) and not tgisinternal"
+        " order by 1, 2").fetchall()
+    conn.rollback()
+    assert len(rows) >= 4, rows
+    out = []
+    for table, name in rows:
+        out.append((f"disable trigger {name}", f"alter table {table} disable trigger {name}"))
+        out.append((f"drop trigger {name}", f"drop trigger {name} on {table}"))
+    return out
+
+
 def test_app_login_cannot(seeded):
     """Each statement, with the tenant's context set and with none, fails with 42501 and changes nothing."""
     before = snapshot(seeded)
     allowed = []
     with seeded.app() as conn:
-        for label, sql in APP_FORBIDDEN:
+        for label, sql in APP_FORBIDDEN + _trigger_statements(conn):
             for with_context in (True, False):
                 if with_context:
                     set_ctx(conn, "acme")
@@ -149,7 +163,8 @@ def test_auditor_reads_every_ledger_but_nothing_else(seeded):
             "update pymem.chain_heads set seq = 0",
             "delete from pymem.chain_heads",
             "insert into pymem.adapter_bindings (role_name, adapter) values ('x', 'y')",
-            "select pymem._append_event('acme', 'memory.insert', 'x', 1, '\\x00'::bytea, '{}'::jsonb, 1)",
+            "select pymem._append_events(array[row('acme', 'memory.insert', 'x', 1, '\\x00'::bytea, 1)"
+            "::pymem._pending_event])",
             "alter table pymem.ledger disable trigger ledger_no_update_delete",
             "create table pymem.sneaky (x int)",
             "set role pymem_owner",
@@ -180,6 +195,30 @@ def test_superuser_cannot_update_or_delete_the_ledger(seeded, replica):
                 conn.execute(sql)
             conn.rollback()
     assert snapshot(seeded) == before
+
+
+# SECURITY DEFINER functions run with the owner's rights: the app may call only these.
+APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal"}
+
+
+def test_definer_functions_the_app_and_auditor_may_call(database):
+    from conftest import APP_LOGIN, AUDITOR_LOGIN
+
+    with database.admin() as conn:
+        rows = conn.execute(
+            "select p.proname, has_function_privilege(%s, p.oid, 'execute'),"
+            " has_function_privilege(%s, p.oid, 'execute'), p.proconfig"
+            " from pg_proc p where p.pronamespace = 'pymem'::regnamespace and p.prosecdef order by 1",
+            (APP_LOGIN, AUDITOR_LOGIN)).fetchall()
+    names = {r[0] for r in rows}
+    assert "verify_chain" in names and any(n.startswith("_append") for n in names), names
+    app_callable = {name for name, app, _, _ in rows if app}
+    assert app_callable <= APP_DEFINER_ALLOWED, app_callable - APP_DEFINER_ALLOWED
+    auditor_callable = {name for name, _, aud, _ in rows if aud}
+    assert auditor_callable <= {"verify_chain"}, auditor_callable
+    for name, _, _, config in rows:
+        # A definer function must pin its search_path, or a caller could shadow what it calls.
+        assert config and any(c.startswith("search_path=") for c in config), name
 
 
 def test_ledger_triggers_fire_always(database):

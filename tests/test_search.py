@@ -13,7 +13,7 @@ import os
 
 import psycopg
 import pytest
-from conftest import APP_LOGIN, DIM, PASSWORD, TestDB, with_user
+from conftest import APP_LOGIN, DIM, PASSWORD, TestDatabase, with_user
 from urllib.parse import urlsplit
 
 from pymem.context import Context
@@ -54,7 +54,7 @@ def big(server_dsn, template_db):
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'create database "{name}" template "{template_db}"')
     superuser = urlsplit(server_dsn).username or "postgres"
-    db = TestDB(name=name, admin_dsn=with_user(server_dsn, superuser, database=name),
+    db = TestDatabase(name=name, admin_dsn=with_user(server_dsn, superuser, database=name),
                 app_dsn=with_user(server_dsn, APP_LOGIN, database=name, password=PASSWORD), auditor_dsn="")
     with db.admin() as admin:
         admin.execute("drop index pymem.memories_embedding_hnsw")
@@ -73,7 +73,7 @@ def big(server_dsn, template_db):
         conn.execute(f'drop database if exists "{name}" with (force)')
 
 
-def _exact_ids(db: TestDB, tenant: str, team: str | None, k: int) -> list[str]:
+def _exact_ids(db: TestDatabase, tenant: str, team: str | None, k: int) -> list[str]:
     with db.admin() as conn:
         rows = conn.execute(
             "select id from pymem.memories where tenant_id = %s and (%s::text is null or scope->>'team' = %s)"
@@ -82,7 +82,7 @@ def _exact_ids(db: TestDB, tenant: str, team: str | None, k: int) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _naive_hnsw_count(db: TestDB, tenant: str, team: str) -> int:
+def _naive_hnsw_count(db: TestDatabase, tenant: str, team: str) -> int:
     """What a plain filtered HNSW scan returns (no iterative scan): the failure pymem avoids."""
     with db.admin() as conn:
         conn.execute("set enable_seqscan = off; set enable_bitmapscan = off; set enable_indexscan = on")

@@ -1,0 +1,217 @@
+"""Recall: a memory comes back into a prompt only if the policy in force *now* still believes it.
+
+`recall(memories, query)` searches (pymem.search, under RLS), then re-judges every hit, best
+first, before it may be kept:
+
+1. the adapter trust policy (pymem.trust; read from the environment at each call unless
+   `trust=` is given): untagged (operator) rows are trusted, rows tagged with an adapter only
+   if that adapter is allow-listed, else withheld as "untrusted adapter <name>";
+2. the row's own consistency: its origin column and its provenance's origin must agree, and
+   a provenance that names an adapter must name the row's writer;
+3. pymem.admission.rejudge under the admission policy in force now (default
+   AdmissionPolicy.from_env(), read at each call): no provenance => withheld as unproven; an
+   origin the current policy would not persist (or whose citation / injection-source
+   requirement is unmet) => withheld; instruction-shaped content => withheld with the matched
+   signature; the caller's `guard` (anything with `check_input(text)`) refusing => withheld;
+   otherwise kept, its confidence capped by the current policy.
+
+Over-fetching, stated: withheld rows must not starve the result, so the search asks for
+`max(3 * top_k, top_k + 10)` candidates (at most 1000), walks them best first until `top_k`
+are kept, and if it runs out while the search could have returned more, asks again for four
+times as many (up to 1000). `withheld` lists exactly the hits walked past on the way: the rows
+that outranked (or sat among) what was kept and would have been shown were they believed.
+Rows beyond the last kept one are not judged (a guard can be expensive).
+
+Withheld entries carry the id, the reason and the signature, never the content. Kept entries
+carry the content: that is what recall is for.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import psycopg
+
+from . import search as _search
+from .admission import rejudge
+from .embedder import Embedder, check_dimension, get_embedder
+from .errors import InvalidArguments
+from .policy import AdmissionPolicy
+from .trust import AdapterTrustPolicy, active_trust_policy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .store import Memories
+
+__all__ = ["recall", "RecallResult", "RecalledMemory", "WithheldMemory", "candidate_count", "OVERFETCH_FACTOR",
+           "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
+
+OVERFETCH_FACTOR = 3
+OVERFETCH_MIN_EXTRA = 10
+OVERFETCH_GROWTH = 4
+
+# Keys of a stored record that are the store's bookkeeping, re-read from the row's columns.
+_FROM_COLUMNS = ("provenance", "origin", "confidence", "policy_fingerprint", "injection_source", "embedding",
+                 "vector")
+
+
+@dataclass(frozen=True)
+class RecalledMemory:
+    """A memory the current policy still believes, with the confidence it believes it at."""
+
+    id: str
+    content: str | None
+    score: float
+    origin: str
+    confidence: float
+    source_adapter: str | None
+    created_at: _dt.datetime | None
+    provenance: dict[str, Any]
+    kind: str | None = None
+    tags: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["created_at"] = self.created_at.isoformat() if self.created_at else None
+        return out
+
+
+@dataclass(frozen=True)
+class WithheldMemory:
+    """A hit that was not returned, and why. Never carries content."""
+
+    id: str
+    reason: str
+    signature: str | None = None
+    origin: str | None = None
+    source_adapter: str | None = None
+    score: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    kept: list[RecalledMemory]
+    withheld: list[WithheldMemory]
+    policy_fingerprint: str
+    candidates: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kept": [k.to_json() for k in self.kept],
+            "withheld": [w.to_json() for w in self.withheld],
+            "policy_fingerprint": self.policy_fingerprint,
+            "candidates": self.candidates,
+        }
+
+
+def candidate_count(top_k: int) -> int:
+    """How many hits the first search asks for (see the module docstring)."""
+    return min(_search.MAX_TOP_K, max(OVERFETCH_FACTOR * top_k, top_k + OVERFETCH_MIN_EXTRA))
+
+
+def _query_vector(memories: "Memories", query: Any, embedder: Embedder | None) -> list[float]:
+    if isinstance(query, str):
+        if not query.strip():
+            raise InvalidArguments("the recall query is empty")
+        embedder = embedder if embedder is not None else get_embedder()
+        check_dimension(embedder, memories.store.embedding_dim)
+        return embedder.embed([query])[0]
+    if isinstance(query, (bytes, Mapping)) or not isinstance(query, Sequence) and not hasattr(query, "tolist"):
+        raise InvalidArguments(f"the recall query must be text or a vector, not {type(query).__name__}")
+    return list(query.tolist() if hasattr(query, "tolist") else query)
+
+
+def _stored_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What rejudge sees: the stored record (or the row's columns when it has none), with the
+    bookkeeping taken from the columns, which are what the policy set and the chain hashed."""
+    base = row.get("record")
+    out = {k: v for k, v in base.items() if k not in _FROM_COLUMNS} if isinstance(base, Mapping) else {}
+    if row.get("content") is not None:
+        out["content"] = row["content"]
+    if row.get("confidence") is not None:
+        out["confidence"] = float(row["confidence"])
+    return out
+
+
+def _withhold(row: Mapping[str, Any], reason: str, signature: str | None = None,
+              origin: str | None = None) -> WithheldMemory:
+    return WithheldMemory(id=row["id"], reason=reason, signature=signature,
+                          origin=origin if origin is not None else row.get("origin"),
+                          source_adapter=row.get("source_adapter"), score=float(row["score"]))
+
+
+def _judge_row(row: Mapping[str, Any], policy: AdmissionPolicy, trust: AdapterTrustPolicy,
+               guard: Any) -> RecalledMemory | WithheldMemory:
+    adapter = row.get("source_adapter")
+    if not trust.is_trusted(adapter):
+        return _withhold(row, f"untrusted adapter {adapter}" if adapter is not None else "untrusted: untagged row")
+    provenance = row.get("provenance")
+    if isinstance(provenance, Mapping):
+        claimed = provenance.get("origin")
+        if row.get("origin") is not None and claimed is not None and claimed != row["origin"]:
+            return _withhold(row, "unproven: the row's origin and its provenance's origin disagree")
+        if provenance.get("adapter") is not None and provenance.get("adapter") != adapter:
+            return _withhold(row, "unproven: the provenance names another adapter than the row's writer")
+    decision = rejudge(_stored_record(row), provenance, policy, guard)
+    origin = decision.origin.value if decision.origin is not None else row.get("origin")
+    if not decision.admitted:
+        return _withhold(row, decision.reason, decision.signature, origin)
+    return RecalledMemory(
+        id=row["id"], content=row.get("content"), score=float(row["score"]), origin=origin,
+        confidence=float(decision.confidence), source_adapter=adapter, created_at=row.get("created_at"),
+        provenance=dict(provenance), kind=row.get("kind"), tags=list(row.get("tags") or []),
+        reason=decision.reason)
+
+
+def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5,
+           policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
+           embedder: Embedder | None = None, scope_filter: Mapping[str, str] | None = None,
+           conn: psycopg.Connection | None = None) -> RecallResult:
+    """Search, then re-judge every hit under the policy in force now; see the module docstring.
+
+    `query`: text (embedded with `embedder`, default pymem.embedder.get_embedder(), checked
+    against the store's dimension) or a vector. `policy`: default AdmissionPolicy.from_env();
+    `trust`: default pymem.trust.active_trust_policy(); both read at this call. `guard`: any
+    object with `check_input(text)`. `scope_filter`: only rows whose scope contains it.
+    """
+    top_k = _search.check_top_k(top_k)
+    policy = policy if policy is not None else AdmissionPolicy.from_env()
+    if not isinstance(policy, AdmissionPolicy):
+        raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
+    trust = trust if trust is not None else active_trust_policy()
+    if not isinstance(trust, AdapterTrustPolicy):
+        raise InvalidArguments(f"trust must be an AdapterTrustPolicy, not {type(trust).__name__}")
+    if guard is not None and not callable(getattr(guard, "check_input", None)):
+        raise InvalidArguments("guard must have a check_input(text) method")
+    vector = _query_vector(memories, query, embedder)
+    store = memories.store
+
+    fetch = candidate_count(top_k)
+    judged: dict[str, RecalledMemory | WithheldMemory] = {}  # by id: a row is judged once per call
+    while True:
+        if conn is not None:
+            rows = _search.search_rows(conn, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
+                                       with_vectors=False)
+        else:
+            with store.pool.connection() as c:
+                rows = _search.search_rows(c, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
+                                           with_vectors=False)
+        kept: list[RecalledMemory] = []
+        withheld: list[WithheldMemory] = []
+        for row in rows:
+            verdict = judged.get(row["id"])
+            if verdict is None:
+                verdict = judged[row["id"]] = _judge_row(row, policy, trust, guard)
+            (kept if isinstance(verdict, RecalledMemory) else withheld).append(verdict)
+            if len(kept) == top_k:
+                break
+        exhausted = len(rows) < fetch or fetch >= _search.MAX_TOP_K
+        if len(kept) == top_k or exhausted:
+            return RecallResult(kept=kept, withheld=withheld, policy_fingerprint=policy.fingerprint,
+                                candidates=len(rows))
+        fetch = min(_search.MAX_TOP_K, fetch * OVERFETCH_GROWTH)
