@@ -20,7 +20,7 @@ from pymem import audit
 from pymem.admission import digest_of_arguments
 from pymem.context import Context
 from pymem.embedder import LexicalEmbedder
-from pymem.errors import ContextError, InvalidArguments, MemoryAdmissionError
+from pymem.errors import InvalidArguments, MemoryAdmissionError
 from pymem.gate import NOT_AUDITED, WriteGate, admit, bind_provenance
 from pymem.policy import AdmissionPolicy
 from pymem.provenance import Origin, Provenance
@@ -373,11 +373,6 @@ def test_the_auditor_cannot_record_refusals(database):
         conn.execute("select pymem.set_context('acme')")
         with pytest.raises(pgerr.InsufficientPrivilege):
             conn.execute("select pymem.record_refusal(%s, %s, %s, %s, %s, %s)", GOOD)
-
-
-def test_refusal_needs_a_tenant(store):
-    with pytest.raises(ContextError):
-        store.bind(Context(tenant=""))
 
 
 # -- the poisoning corpus through the database gate -------------------------------------------
