@@ -15,7 +15,7 @@ is short, no control characters), because the app role can call it directly.
 
 Reading. `refusals` and `history` read the `pymem.audit_refusals` and `pymem.memory_history`
 views for the context tenant; an auditor login reads the same views across tenants in plain SQL
-(see docs/admission.md).
+(see the README, "The audit in SQL").
 """
 
 from __future__ import annotations

@@ -218,7 +218,9 @@ class MiniLMEmbedder:
         if self._device is not None:
             kwargs["device"] = self._device
         model = SentenceTransformer(str(model_dir), **kwargs)
-        got = model.get_sentence_embedding_dimension()
+        # newer sentence-transformers renamed the method; older ones only have the long name
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        got = dimension()
         if got != self.dim:
             raise InvalidArguments(f"the model in {str(model_dir)!r} produces {got}-dimensional vectors, expected {self.dim}")
         self._model = model

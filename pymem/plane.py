@@ -9,8 +9,7 @@ put in error messages.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping
 
 import psycopg
 from pgvector import Vector
@@ -20,8 +19,7 @@ from psycopg.types.json import Jsonb
 from . import db, idempotency, migrate
 from .context import Context
 from .errors import AccessDenied, InvalidArguments, RevisionMismatch
-from .records import Chunk, chunk_from_row, parse_chunk
-from .records import check_embedding
+from .records import Chunk, check_embedding, chunk_from_row, parse_chunk
 from .search import (MAX_TOP_K, check_include, check_metadata_filter, check_scope_filter, check_top_k,
                      contract_hits, run_search, run_search_as)
 from .validate import check_id, check_ids
@@ -89,8 +87,7 @@ def upsert_many(store: "Store", ctx: Context, records: Any, *, idempotency_key: 
                            max_content_bytes=store.settings.max_content_bytes)
     expected = check_expected_revisions(expected_revisions, {c.id for c in chunks})
     # One canonical JSON text per record serves both the digest and the jsonb parameter.
-    texts = [json.dumps(c.record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-             for c in chunks]
+    texts = [c.text for c in chunks]
     call_digest = idempotency.digest({"records": texts, "expected_revisions": expected or None})
     result = {"upserted": len(chunks)}
 

@@ -41,6 +41,7 @@ class Chunk:
 
     id: str
     record: dict[str, Any]
+    text: str  # the record as canonical JSON (sorted keys): digest input and jsonb parameter
     embedding: list[float] | None
     scope: dict[str, str]
     origin: str | None
@@ -76,8 +77,14 @@ def check_nonzero(vector: list[float], what: str) -> list[float]:
 
 
 def check_embedding(value: Any, dim: int, what: str = "embedding") -> list[float]:
+    """A list of `dim` finite numbers, not all zero, whose squared norm fits float4 (pgvector sums
+    squares in float4: past that the norm overflows and scores become NaN)."""
+    if type(value) is list and len(value) == dim and all(type(x) is float for x in value):
+        # the common case, checked in one pass: NaN and inf make the sum NaN or inf
+        squares = math.fsum(x * x for x in value)
+        if 0 < squares < 3.4e38:
+            return value
     vector = check_vector(value, dim, what)
-    # pgvector sums squares in float4: past its range the norm overflows and scores become NaN
     if math.fsum(x * x for x in vector) >= 3.4e38:
         raise InvalidArguments(f"{what} is too large: its squared norm overflows float4")
     return check_nonzero(vector, what)
@@ -89,18 +96,22 @@ def parse_chunk(record: Any, *, dim: int, default_scope: Mapping[str, str], max_
     if not isinstance(record, Mapping):
         raise InvalidArguments(f"{where} must be an object, got {type(record).__name__}")
     record = dict(record)
-    check_json(record, where)
-    size = len(json.dumps(record, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass"))
-    if size > MAX_RECORD_BYTES:
-        raise InvalidArguments(f"{where} is {size} bytes as JSON, the limit is {MAX_RECORD_BYTES}")
-
     raw_id = chunk_id(record)
     if raw_id is None:
         raise InvalidArguments(f"{where} has no id (one of {', '.join(ID_KEYS)})")
     memory_id = check_id(raw_id, f"{where} id")
 
-    raw_vector = first_present(record, VECTOR_KEYS)
-    embedding = check_embedding(raw_vector, dim, f"{where} embedding") if raw_vector is not None else None
+    vector_key = next((k for k in VECTOR_KEYS if record.get(k) is not None), None)
+    embedding = check_embedding(record[vector_key], dim, f"{where} embedding") if vector_key else None
+    # the vector is checked already: walk the rest (NUL bytes, non-string keys, NaN, ...)
+    check_json({k: v for k, v in record.items() if k != vector_key}, where)
+    try:
+        text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArguments(f"{where} is not JSON: {type(exc).__name__}") from None
+    size = len(text.encode("utf-8"))
+    if size > MAX_RECORD_BYTES:
+        raise InvalidArguments(f"{where} is {size} bytes as JSON, the limit is {MAX_RECORD_BYTES}")
 
     raw_scope = record.get("scope")
     try:
@@ -129,7 +140,7 @@ def parse_chunk(record: Any, *, dim: int, default_scope: Mapping[str, str], max_
     if not isinstance(provenance, dict):
         provenance = None
 
-    return Chunk(id=memory_id, record=record, embedding=embedding, scope=scope, origin=origin,
+    return Chunk(id=memory_id, record=record, text=text, embedding=embedding, scope=scope, origin=origin,
                  injection_source=injection_source, content=content, provenance=provenance)
 
 

@@ -201,6 +201,16 @@ begin
         into v_out from jsonb_each(p) e;
       return v_out;
     when 'array' then
+      -- Arrays of numbers (embeddings kept in a record) take a fast path with the same bytes:
+      -- the elements' text straight from jsonb (numeric_out, as ::numeric::text gives), encoded
+      -- inline. About 4x faster on a 384-number array than one pymem._bv call per element.
+      if not jsonb_path_exists(p, 'strict $[*] ? (@.type() != "number")') then
+        select '\x61'::bytea || int4send(count(*)::int)
+               || coalesce(string_agg('\x6e01'::bytea || int4send(octet_length(convert_to(e.t, 'UTF8')))
+                                      || convert_to(e.t, 'UTF8'), ''::bytea order by e.ord), ''::bytea)
+          into v_out from jsonb_array_elements_text(p) with ordinality e(t, ord);
+        return v_out;
+      end if;
       select '\x61'::bytea || int4send(count(*)::int)
              || coalesce(string_agg(pymem._bv(e.value), ''::bytea order by e.ord), ''::bytea)
         into v_out from jsonb_array_elements(p) with ordinality e(value, ord);

@@ -446,3 +446,34 @@ def test_search_sees_nothing_without_a_tenant(mem, database):
         assert conn.execute("select count(*) from pymem.search((select v from q), 5)").fetchone()[0] == 0
         with pytest.raises(psycopg.errors.InvalidParameterValue):
             conn.execute("select * from pymem.search((select v from q), 0)")
+
+
+def test_search_as_sets_the_context_for_one_statement(mem, database):
+    mem.upsert_many([chunk("a", vec(1)), chunk("b", vec(1, 1), scope={"agent": "x"})], idempotency_key="k")
+    q = json.dumps(vec(1))
+    with database.app(autocommit=True) as conn:
+        rows = conn.execute("select id from pymem.search_as('acme', 'u', null, '{}', null, %s::text::vector, 5)",
+                            (q,)).fetchall()
+        assert rows == [("a",), ("b",)]
+        scoped = conn.execute("select id from pymem.search_as('acme', 'u', null, '{\"agent\": \"x\"}', null,"
+                              " %s::text::vector, 5)", (q,)).fetchall()
+        assert scoped == [("b",)]
+        # autocommit: the context ended with the statement
+        assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute("select * from pymem.search_as('', null, null, '{}', null, %s::text::vector, 5)", (q,))
+
+
+def test_purge_expired_keys(mem, store, database):
+    from pymem import idempotency
+
+    mem.upsert_many([chunk("a")], idempotency_key="old")
+    mem.upsert_many([chunk("b")], idempotency_key="new")
+    store.bind(Context(tenant="globex")).upsert_many([chunk("g")], idempotency_key="old")
+    with database.admin() as conn:
+        conn.execute("update pymem.idempotency_keys set expires_at = now() - interval '1 hour' where key = 'old'")
+    with store.transaction(mem.ctx) as conn:
+        assert idempotency.purge_expired(conn, mem.ctx) == 1  # only this tenant's expired key
+    with database.admin() as conn:
+        assert conn.execute("select tenant_id, key from pymem.idempotency_keys order by 1, 2").fetchall() == \
+            [("acme", "new"), ("globex", "old")]

@@ -167,7 +167,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
              as_json: bool) -> None:
     """Admit TEXT into long-term memory if its origin says it may, else refuse it.
 
-    The admission policy (PYMEM_POLICY_FILE, PYMEM_INFERRED_CEILING, ... ; see docs/admission.md)
+    The admission policy (PYMEM_POLICY_FILE, PYMEM_INFERRED_CEILING, ...; see the README)
     decides: user_asserted and operator persist, model_inferred persists capped at 0.6,
     tool_output only with --citation, retrieved_content and unproven never; instruction-shaped
     text is refused whatever its origin. A refusal is written to the tenant's audit ledger (a
@@ -261,7 +261,7 @@ def recall_command(query: str, top_k: int, ctx: Context, as_json: bool) -> None:
 def audit_group() -> None:
     """Read the admission audit: refusals, and how a memory got here.
 
-    Auditors can run the same queries in plain SQL across tenants (docs/admission.md).
+    Auditors can run the same queries in plain SQL across tenants (see the README).
 
     Example: pymem audit refusals --tenant acme --json
     """
