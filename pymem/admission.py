@@ -119,6 +119,25 @@ def _scan(record: Mapping[str, Any], provenance: Provenance) -> str | None:
     return found
 
 
+def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy,
+                    *, current: bool) -> "Decision | None":
+    """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
+    then the origin's rule (persists at all, citation, injection source)."""
+    origin = provenance.origin
+    signature = _scan(record, provenance)
+    if signature is not None:
+        return _refuse(f"instruction-shaped content ({signature})", origin, policy, signature)
+    rule = policy.rule_for(origin)
+    if not rule.persist:
+        which = "the current admission policy" if current else "the admission policy"
+        return _refuse(f"origin {origin.value} is not persisted by {which}", origin, policy)
+    if rule.requires_citation and not provenance.citation:
+        return _refuse(f"origin {origin.value} requires a citation", origin, policy)
+    if rule.requires_injection_source and not provenance.injection_source:
+        return _refuse(f"origin {origin.value} requires an injection_source", origin, policy)
+    return None
+
+
 def judge(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy) -> Decision:
     """Decide whether `record` may be written, and at what confidence. Never raises for a
     refusal (only for malformed arguments): the caller audits the Decision, then raises."""
@@ -127,17 +146,10 @@ def judge(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPo
     given = _incoming_confidence(record)
     origin = provenance.origin
 
-    signature = _scan(record, provenance)
-    if signature is not None:
-        return _refuse(f"instruction-shaped content ({signature})", origin, policy, signature)
-
+    refusal = _policy_refusal(record, provenance, policy, current=False)
+    if refusal is not None:
+        return refusal
     rule = policy.rule_for(origin)
-    if not rule.persist:
-        return _refuse(f"origin {origin.value} is not persisted by the admission policy", origin, policy)
-    if rule.requires_citation and not provenance.citation:
-        return _refuse(f"origin {origin.value} requires a citation", origin, policy)
-    if rule.requires_injection_source and not provenance.injection_source:
-        return _refuse(f"origin {origin.value} requires an injection_source", origin, policy)
 
     confidence = rule.cap(given)
     if given is not None and confidence < given:
@@ -296,17 +308,10 @@ def rejudge(
         return _refuse("unproven: malformed provenance", None, policy)
     origin = provenance.origin
 
-    signature = _scan(stored_record, provenance)
-    if signature is not None:
-        return _refuse(f"instruction-shaped content ({signature})", origin, policy, signature)
-
+    refusal = _policy_refusal(stored_record, provenance, policy, current=True)
+    if refusal is not None:
+        return refusal
     rule = policy.rule_for(origin)
-    if not rule.persist:
-        return _refuse(f"origin {origin.value} is not persisted by the current admission policy", origin, policy)
-    if rule.requires_citation and not provenance.citation:
-        return _refuse(f"origin {origin.value} requires a citation", origin, policy)
-    if rule.requires_injection_source and not provenance.injection_source:
-        return _refuse(f"origin {origin.value} requires an injection_source", origin, policy)
 
     if guard is not None:
         allowed, reason = _guard_verdict(guard, _recall_text(stored_record))
