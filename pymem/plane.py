@@ -87,8 +87,7 @@ def upsert_many(store: "Store", ctx: Context, records: Any, *, idempotency_key: 
                            max_content_bytes=store.settings.max_content_bytes)
     expected = check_expected_revisions(expected_revisions, {c.id for c in chunks})
     # One canonical JSON text per record serves both the digest and the jsonb parameter.
-    texts = [c.text for c in chunks]
-    call_digest = idempotency.digest({"records": texts, "expected_revisions": expected or None})
+    call_digest = idempotency.digest({"records": [c.text for c in chunks], "expected_revisions": expected or None})
     result = {"upserted": len(chunks)}
 
     with store.transaction(ctx, conn) as c:
@@ -97,7 +96,7 @@ def upsert_many(store: "Store", ctx: Context, records: Any, *, idempotency_key: 
             return {"upserted": int(stored.get("upserted", len(chunks))), "replayed": True}
         if expected:
             _check_revisions(c, ctx, expected)
-        revisions = _write(c, ctx, chunks, texts)
+        revisions = _write(c, ctx, chunks)
         if expected:
             # Belt and braces against a concurrent writer between the check and the write: a
             # record expected at revision r must now be at r + 1.
@@ -124,7 +123,7 @@ def _check_revisions(conn: psycopg.Connection, ctx: Context, expected: dict[str,
         )
 
 
-def _write(conn: psycopg.Connection, ctx: Context, chunks: list[Chunk], texts: list[str]) -> dict[str, int]:
+def _write(conn: psycopg.Connection, ctx: Context, chunks: list[Chunk]) -> dict[str, int]:
     revisions: dict[str, int] = {}
     with conn.cursor() as cur:
         for start in range(0, len(chunks), ROWS_PER_STATEMENT):
@@ -133,7 +132,7 @@ def _write(conn: psycopg.Connection, ctx: Context, chunks: list[Chunk], texts: l
             for i in part:
                 ch = chunks[i]
                 params += [
-                    ctx.tenant, ch.id, Jsonb(ch.scope), ch.content, Jsonb(texts[i], dumps=_identity),
+                    ctx.tenant, ch.id, Jsonb(ch.scope), ch.content, Jsonb(ch.text, dumps=_identity),
                     Vector(ch.embedding) if ch.embedding is not None else None, ch.origin,
                     Jsonb(ch.provenance) if ch.provenance is not None else None, ch.injection_source, ctx.adapter,
                 ]

@@ -129,15 +129,17 @@ def run_search_as(conn: psycopg.Connection, ctx: Context, query: list[float], to
                   plan: str = "auto") -> list[dict[str, Any]]:
     """The search as one autocommit statement that sets the context itself (pymem.search_as):
     one round trip. `conn` must be idle; it is left as it was found."""
-    autocommit = conn.autocommit
-    conn.autocommit = True
-    try:
-        with db.translate_errors(), conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(_SQL_AS, ctx.params() + (Vector(query), top_k, Jsonb(scope_filter), include_superseded,
-                                                 with_vectors, plan), prepare=False)
-            return cur.fetchall()
-    finally:
-        conn.autocommit = autocommit
+    with db.translate_errors():
+        autocommit = conn.autocommit
+        conn.autocommit = True
+        try:
+            with conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(_SQL_AS, ctx.params() + (Vector(query), top_k, Jsonb(scope_filter), include_superseded,
+                                                     with_vectors, plan), prepare=False)
+                return cur.fetchall()
+        finally:
+            if not conn.closed:
+                conn.autocommit = autocommit
 
 
 def contract_hits(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
