@@ -201,13 +201,12 @@ begin
         into v_out from jsonb_each(p) e;
       return v_out;
     when 'array' then
-      -- Arrays of numbers (embeddings kept in a record) take a fast path with the same bytes:
-      -- the elements' text straight from jsonb (numeric_out, as ::numeric::text gives), encoded
-      -- inline. About 4x faster on a 384-number array than one pymem._bv call per element.
+      -- Arrays of numbers (an embedding kept inside a record) have their own encoding: tag 'N',
+      -- the count, then the numbers' canonical text (numeric_out, as ::numeric::text gives)
+      -- joined by commas, which no number's text contains. One text aggregate instead of one
+      -- bytea concatenation per element: about 7x faster on a 384-number array.
       if not jsonb_path_exists(p, 'strict $[*] ? (@.type() != "number")') then
-        select '\x61'::bytea || int4send(count(*)::int)
-               || coalesce(string_agg('\x6e01'::bytea || int4send(octet_length(convert_to(e.t, 'UTF8')))
-                                      || convert_to(e.t, 'UTF8'), ''::bytea order by e.ord), ''::bytea)
+        select '\x4e'::bytea || int4send(count(*)::int) || pymem._b(string_agg(e.t, ',' order by e.ord))
           into v_out from jsonb_array_elements_text(p) with ordinality e(t, ord);
         return v_out;
       end if;
