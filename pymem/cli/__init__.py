@@ -19,20 +19,10 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import db_commands, verify_command, demo_command
+    from . import (bench_command, data_commands, db_commands, demo_command, memory_commands,
+                   verify_command)
 
-    for module in (db_commands, verify_command, demo_command):
-        module.register(main)
-    # Later capabilities register themselves here too, one module each.
-    import importlib
-
-    for name in ("data_commands", "bench_command", "memory_commands"):
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            continue
+    for module in (db_commands, verify_command, demo_command, memory_commands, data_commands, bench_command):
         module.register(main)
 
 
