@@ -196,3 +196,43 @@ def test_every_data_command_has_an_example_and_the_context_options(command):
     assert "Example: pymem " + command in result.output
     for option in ("--tenant", "--actor", "--adapter", "--scope"):
         assert option in result.output
+
+
+def test_an_import_process_killed_halfway_then_rerun_writes_each_record_once(database, tmp_path):
+    """A real `pymem import` process is SIGKILLed after some batches committed; the re-run
+    replays those batches and writes the rest, each record exactly once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    total = 10_000
+    records = make_records(total, vectors_every=10)
+    path = tmp_path / "big.jsonl"
+    write_jsonl(path, records)
+    env = dict(os.environ, PYMEM_DSN=database.app_dsn, PYMEM_ADMIN_DSN=database.admin_dsn,
+               PYMEM_EMBEDDING_DIM=str(DIM), PYMEM_TENANT="acme", PYMEM_ACTOR="importer",
+               PYMEM_SCOPE="", PYMEM_ADAPTER="")
+    command = [sys.executable, "-m", "pymem.cli", "import", "--batch-size", "100", str(path)]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        written = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            written = counts(database)[0]
+            if written >= 1_000:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    at_kill = counts(database)[0]
+    assert 0 < at_kill < total, f"the kill should land mid-import (found {at_kill} of {total} rows)"
+
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    with database.admin() as conn:
+        ids = [r[0] for r in conn.execute("select id from pymem.memories where tenant_id = 'acme'")]
+    assert len(ids) == total and len(set(ids)) == total
+    assert set(ids) == {r["id"] for r in records}
