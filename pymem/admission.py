@@ -119,6 +119,14 @@ def _scan(record: Mapping[str, Any], provenance: Provenance) -> str | None:
     return found
 
 
+def _believed(verb: str, origin: Origin, rule, given: float | None, policy: AdmissionPolicy) -> "Decision":
+    """A positive Decision at the confidence the rule believes, saying when it capped `given`."""
+    confidence = rule.cap(given)
+    capped = given is not None and confidence < given
+    reason = f"{verb}: {origin.value}" + (f", confidence capped at {rule.ceiling:g}" if capped else "")
+    return Decision(True, reason, None, confidence, origin, policy.fingerprint)
+
+
 def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy,
                     *, current: bool) -> "Decision | None":
     """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
@@ -151,12 +159,7 @@ def judge(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPo
         return refusal
     rule = policy.rule_for(origin)
 
-    confidence = rule.cap(given)
-    if given is not None and confidence < given:
-        reason = f"admitted: {origin.value}, confidence capped at {rule.ceiling:g}"
-    else:
-        reason = f"admitted: {origin.value}"
-    return Decision(True, reason, None, confidence, origin, policy.fingerprint)
+    return _believed("admitted", origin, rule, given, policy)
 
 
 def admitted_record(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy) -> dict[str, Any]:
@@ -322,9 +325,4 @@ def rejudge(
         stored = _incoming_confidence(stored_record)
     except InvalidArguments:
         stored = None  # a damaged stored confidence falls back to the rule's default
-    confidence = rule.cap(stored)
-    if stored is not None and confidence < stored:
-        reason = f"recalled: {origin.value}, confidence capped at {rule.ceiling:g}"
-    else:
-        reason = f"recalled: {origin.value}"
-    return Decision(True, reason, None, confidence, origin, policy.fingerprint)
+    return _believed("recalled", origin, rule, stored, policy)
