@@ -1,8 +1,9 @@
 -- pymem: the canonical schema.
 --
--- This file is the whole store as a DBA reviews it. The Alembic revisions in migrations/ apply it
--- (and, later, the deltas in sql/migrations/); tests prove that `upgrade head` from an empty database
--- gives exactly what this file gives.
+-- This file is the whole store as a DBA reviews it. The Alembic revisions in migrations/ apply the
+-- numbered plain-SQL files in sql/migrations/ (0001 the frozen foundation, then one delta per
+-- revision); tests prove that `upgrade head` from an empty database gives exactly what this file
+-- gives.
 --
 -- Sections, always in this order:
 --   1. roles and schema          5. row-level security

@@ -378,15 +378,25 @@ def test_revisions_apply_sql_files_that_exist():
             assert (sql_dir() / name).is_file(), f"{path.name} applies missing sql/{name}"
 
 
-def test_first_revision_applies_a_frozen_schema_once_there_are_more():
-    """With one revision, 0001 may apply sql/schema.sql; from the second on, it must apply a frozen
-    copy (sql/migrations/0001_*.sql), or upgrading an empty database would create today's schema
-    and then re-apply later deltas on top of it."""
+SQL_DELTA = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def test_every_revision_applies_its_own_numbered_sql_file():
+    """Plain-SQL migrations: revision NNNN applies exactly sql/migrations/NNNN_*.sql (0001 is the
+    frozen foundation, never sql/schema.sql, or upgrading an empty database would create today's
+    schema and then re-apply later deltas on top of it); every SQL file is applied by its revision."""
     files = _revision_files()
-    first = files[0]
-    applied = APPLY.findall(first.read_text(encoding="utf-8"))
-    if len(files) == 1:
-        assert applied == ["schema.sql"]
-    else:
-        assert "schema.sql" not in applied, f"{first.name} must apply a frozen copy, not sql/schema.sql"
-        assert all(name.startswith("migrations/") for name in applied), applied
+    applied = {}
+    for path in files:
+        names = APPLY.findall(path.read_text(encoding="utf-8"))
+        assert names == [f"migrations/{Path(n).name}" for n in names] and len(names) == 1, (path.name, names)
+        assert "schema.sql" not in names
+        number = path.name[:4]
+        assert Path(names[0]).name.startswith(number + "_"), f"{path.name} applies {names[0]}"
+        applied[number] = Path(names[0]).name
+    sql_files = sorted(p.name for p in (sql_dir() / "migrations").glob("*"))
+    bad = [n for n in sql_files if not SQL_DELTA.match(n)]
+    assert bad == [], f"SQL migrations must be named NNNN_slug.sql: {bad}"
+    assert sorted(applied.values()) == sql_files, "every SQL migration is applied by the revision of its number"
+    numbers = [int(n[:4]) for n in sql_files]
+    assert numbers == list(range(1, len(numbers) + 1)), f"SQL migrations are numbered 0001, 0002, ...: {sql_files}"

@@ -4,9 +4,9 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-11-29
 
-Applies sql/schema.sql as the baseline. When a second revision is added, this one must keep
-applying the schema *as of this revision*: freeze a copy in sql/migrations/0001_foundation.sql
-first (tests/test_migrations.py checks the rule).
+Applies sql/migrations/0001_foundation.sql: the schema as it was at this revision, frozen. Later
+revisions apply the numbered deltas beside it; sql/schema.sql is the canonical whole, and the
+migration tests prove that applying every revision from an empty database gives exactly it.
 """
 
 from pymem.migrate import apply_sql
@@ -18,7 +18,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    apply_sql("schema.sql")
+    apply_sql("migrations/0001_foundation.sql")
 
 
 def downgrade() -> None:
