@@ -29,6 +29,7 @@ from psycopg import errors as pgerr
 from psycopg.rows import dict_row
 
 from . import db
+from .context import is_plain_text
 from .detector import instruction_shaped
 from .errors import InvalidArguments, ServerError
 from .validate import check_id
@@ -59,8 +60,8 @@ HISTORY_COLUMNS = ("tenant_id", "memory_id", "seq", "event", "occurred_at", "act
 
 
 def _clean(text: str, limit: int) -> str:
-    """One line of at most `limit` characters: control characters become spaces."""
-    text = " ".join("".join(" " if ord(c) < 32 or 127 <= ord(c) < 160 else c for c in text).split())
+    """One line of at most `limit` characters: control and format characters become spaces."""
+    text = " ".join("".join(c if is_plain_text(c) else " " for c in text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -51,6 +51,8 @@ class Settings:
     admin_dsn: PYMEM_ADMIN_DSN, for `pymem db upgrade` and other DDL; defaults to dsn.
     home: PYMEM_HOME, the embedded server's directory.
     embedding_dim: PYMEM_EMBEDDING_DIM, used when the schema is first created.
+    signing_key: PYMEM_SIGNING_KEY, the installation's Ed25519 private key (PEM) that signs
+                 ledger checkpoints; default `home/keys/signing-ed25519.pem`, created on first use.
     """
 
     dsn: str | None = None
@@ -58,6 +60,11 @@ class Settings:
     home: Path = field(default_factory=default_home)
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
+    signing_key: Path | None = None
+
+    @property
+    def signing_key_path(self) -> Path:
+        return self.signing_key if self.signing_key is not None else self.home / "keys" / "signing-ed25519.pem"
 
     @property
     def embedded(self) -> bool:
@@ -68,10 +75,12 @@ class Settings:
         env = os.environ if environ is None else environ
         dsn = env.get("PYMEM_DSN", "").strip() or None
         home = env.get("PYMEM_HOME", "").strip()
+        key = env.get("PYMEM_SIGNING_KEY", "").strip()
         return cls(
             dsn=dsn,
             admin_dsn=env.get("PYMEM_ADMIN_DSN", "").strip() or dsn,
             home=Path(home).expanduser() if home else default_home(),
             embedding_dim=_int(env, "PYMEM_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM, 1, 16000),
             max_content_bytes=_int(env, "PYMEM_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES, 1, 1048576),
+            signing_key=Path(key).expanduser() if key else None,
         )

@@ -6,6 +6,7 @@ through row-level security once pymem.set_context() has put it in transaction-lo
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping
@@ -13,6 +14,16 @@ from typing import Iterable, Mapping
 from .errors import ContextError
 
 MAX_NAME = 200
+
+# Control and format characters (right-to-left overrides, zero-width spaces...) and line or
+# paragraph separators: text carrying them can make one name look like another in an audit.
+_UNPLAIN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def is_plain_text(value: str) -> bool:
+    """True when `value` has no control, format, line- or paragraph-separator characters (the
+    database's pymem._is_plain_text draws the same line)."""
+    return not any(unicodedata.category(c) in _UNPLAIN_CATEGORIES for c in value)
 
 
 def _name(value: object, what: str, *, required: bool) -> str | None:
@@ -22,8 +33,9 @@ def _name(value: object, what: str, *, required: bool) -> str | None:
         return None
     if not isinstance(value, str):
         raise ContextError(f"{what} must be a string, got {type(value).__name__}")
-    if "\x00" in value or len(value) > MAX_NAME or value != value.strip():
-        raise ContextError(f"{what} must be at most {MAX_NAME} characters, without NUL bytes or surrounding spaces")
+    if len(value) > MAX_NAME or value != value.strip() or not is_plain_text(value):
+        raise ContextError(f"{what} must be at most {MAX_NAME} characters, without control or format characters "
+                           "or surrounding spaces")
     return value
 
 

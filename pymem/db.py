@@ -13,6 +13,7 @@ from typing import Iterator
 
 import psycopg
 from psycopg import errors as pgerr
+from psycopg.pq import TransactionStatus
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
@@ -53,8 +54,41 @@ def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False) 
     return conn
 
 
+# What a connection returned to the pool must not carry into the next checkout: session-level
+# settings (a `set_config('pymem.tenant', ..., false)` made by code sharing the pool), held cursors
+# (a WITH HOLD cursor opened under another tenant), temporary objects, LISTEN registrations,
+# advisory locks, and a changed role. Prepared statements and cached plans are kept: they carry no
+# data (row-level security is applied when a statement runs, with the context of that moment).
+_RESET = (
+    "close all",
+    "unlisten *",
+    "select pg_advisory_unlock_all()",
+    "discard temp",
+    "discard sequences",
+    "set session authorization default",
+    "reset role",
+    "reset all",
+)
+
+
+def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
+    """Return `conn` to a clean session (what DISCARD ALL does, minus dropping prepared plans),
+    then configure it again like a new connection."""
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        conn.rollback()
+    prev = conn.autocommit
+    conn.autocommit = True
+    try:
+        for statement in _RESET:
+            conn.execute(statement)
+    finally:
+        conn.autocommit = prev
+    _configure(conn, role)
+
+
 def make_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPool:
-    pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=_configure, open=False)
+    pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=_configure,
+                          reset=reset_connection, open=False)
     try:
         pool.open(wait=True, timeout=30)
     except Exception as exc:

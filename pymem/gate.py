@@ -15,7 +15,7 @@
 
 Identity comes from the context, never from the record: the provenance's adapter must be the
 context's adapter (RLS makes the row's `source_adapter` the context's adapter anyway, and a login
-bound in pymem.adapter_bindings cannot act as any other). Nothing is logged with content.
+bound in pymem.login_bindings cannot act as any other). Nothing is logged with content.
 
 One limit, stated rather than hidden: a refusal needs the tenant's chain-head lock. If the
 caller's own transaction (passed as `conn=`) already wrote to the same tenant, it holds that lock

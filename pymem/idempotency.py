@@ -1,7 +1,8 @@
 """Replay-or-conflict idempotency for write verbs.
 
-A key is scoped to (tenant, verb, actor): the tenant through RLS, the actor from the context
-(never from the call). The first call with a key claims it in the same transaction as its writes,
+A key is scoped to (tenant, verb, adapter, actor): the tenant and the adapter through RLS (the
+adapter is the connection's, so an agent cannot plant a key an operator's call would replay), the
+actor from the context (never from the call). The first call with a key claims it in the same transaction as its writes,
 so the claim commits with them or not at all. A later call with the same key and the same
 arguments (digest) replays the stored result without writing; with different arguments it is an
 IdempotencyConflict. After the key expires (per idempotency class) it may be used afresh.
@@ -59,15 +60,16 @@ def digest(payload: Any) -> str:
 _CLAIM = """
 insert into pymem.idempotency_keys as k (tenant_id, verb, actor, key, digest, result, expires_at)
 values (%s, %s, %s, %s, %s, %s, now() + %s)
-on conflict (tenant_id, verb, actor, key) do update
+on conflict (tenant_id, verb, adapter, actor, key) do update
    set digest = excluded.digest, result = excluded.result, created_at = now(), expires_at = excluded.expires_at
  where k.expires_at <= now()
 returning true
 """
 
+# The adapter column is the connection's (a column default checked by RLS), never the caller's.
 _LOOKUP = """
 select digest, result from pymem.idempotency_keys
- where tenant_id = %s and verb = %s and actor = %s and key = %s
+ where tenant_id = %s and verb = %s and adapter = coalesce(pymem._ctx_adapter(), '') and actor = %s and key = %s
 """
 
 
@@ -101,8 +103,8 @@ def purge_expired(conn: psycopg.Connection, ctx: Context) -> int:
     """Delete the context tenant's expired keys; returns how many. Optional housekeeping: an
     expired key is reused in place anyway."""
     with conn.cursor() as cur:
-        cur.execute("delete from pymem.idempotency_keys where tenant_id = %s and expires_at <= now()", (ctx.tenant,))
-        return cur.rowcount
+        cur.execute("select pymem.purge_idempotency_keys()")
+        return cur.fetchone()[0]
 
 
 __all__ = ["CLASSES", "check_key", "ttl", "digest", "claim", "purge_expired"]

@@ -226,11 +226,9 @@ def delete_many(store: "Store", ctx: Context, ids: Any, *, conn: psycopg.Connect
     with store.transaction(ctx, conn) as c, c.cursor() as cur:
         cur.execute("select count(*) from pymem.memories where tenant_id = %s and id = any(%s)", (ctx.tenant, ids))
         visible = cur.fetchone()[0]
-        cur.execute(
-            "delete from pymem.memories where tenant_id = %s and id = any(%s) returning erased_at is null",
-            (ctx.tenant, ids),
-        )
-        deleted = [r[0] for r in cur.fetchall()]
+        # A function, not a DELETE: logins hold no DELETE privilege (see sql/schema.sql, section 8).
+        cur.execute("select erased from pymem.delete_memories(%s)", (ids,))
+        deleted = [not r[0] for r in cur.fetchall()]
         if len(deleted) < visible:
             # RLS hides nothing here but lets an adapter delete only its own rows: say so, and
             # roll the whole batch back rather than delete part of it.

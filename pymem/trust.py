@@ -23,7 +23,7 @@ __all__ = ["AdapterTrustPolicy", "active_trust_policy", "parse_bool"]
 
 _TRUE = frozenset({"1", "true", "yes", "on", "y", "t"})
 _FALSE = frozenset({"0", "false", "no", "off", "n", "f"})
-_MAX_ADAPTER_LEN = 100  # matches the schema's adapter_bindings check
+_MAX_ADAPTER_LEN = 100  # matches the schema's login_bindings check
 
 
 def parse_bool(name: str, raw: str) -> bool:

@@ -57,59 +57,176 @@ set role pymem_owner;
 -- them once per query instead of once per row. NULL and '' both mean "unset": a pooled
 -- connection that once set a value reads '' afterwards, and that must fail closed too.
 
--- Login roles bound to an adapter: the one piece of context a connection cannot choose.
-create table pymem.adapter_bindings (
-  role_name name primary key,
-  adapter text not null check (adapter <> '' and length(adapter) <= 100),
-  created_at timestamptz not null default now()
-);
-comment on table pymem.adapter_bindings is 'Login roles that always act as one source adapter (agent connections); unbound logins are operators';
-comment on column pymem.adapter_bindings.role_name is 'A login role (session_user); cluster-wide, so not tenant-keyed';
-comment on column pymem.adapter_bindings.adapter is 'The adapter every write of that login is tagged with';
-
-create function pymem._ctx_tenant() returns text
-language sql stable parallel safe
-as $$ select nullif(current_setting('pymem.tenant', true), '') $$;
-comment on function pymem._ctx_tenant() is 'Tenant of the current transaction, NULL when unset (NULL matches no row)';
-
-create function pymem._ctx_actor() returns text
-language sql stable parallel safe
-as $$ select nullif(current_setting('pymem.actor', true), '') $$;
-comment on function pymem._ctx_actor() is 'Actor (user or agent id) of the current transaction, recorded in the ledger';
-
-create function pymem._ctx_adapter() returns text
-language sql stable parallel safe
+-- Text that lands in audit records (names, reasons, sources) must read as what it is: no control
+-- characters, and no Unicode format characters (right-to-left overrides, zero-width spaces,
+-- invisible separators...) that would make one name look like another on an auditor's screen.
+-- The class below is Unicode's general categories Cc (C1 controls; [[:cntrl:]] may only know the
+-- ASCII ones) and Cf, plus the line and paragraph separators.
+create function pymem._is_plain_text(p text) returns boolean
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
-  -- A login role bound to an adapter always writes as that adapter, whatever the setting says:
-  -- this is what stops an agent's connection from writing untagged (trusted) rows.
-  select coalesce(
-    (select b.adapter from pymem.adapter_bindings b where b.role_name = session_user),
-    nullif(current_setting('pymem.adapter', true), ''))
+  select p !~ '[[:cntrl:]]'
+     and p !~ '[\u0080-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]'
 $$;
-comment on function pymem._ctx_adapter() is 'Source adapter of the current transaction (bound role first, then the setting); NULL = operator, untagged';
-
-create function pymem._ctx_scope() returns jsonb
-language sql stable parallel safe
-as $$ select coalesce(nullif(current_setting('pymem.scope', true), '')::jsonb, '{}'::jsonb) $$;
-comment on function pymem._ctx_scope() is 'Scope of the current transaction; rows are visible only if their scope contains it ({} = whole tenant)';
-
-create function pymem._ctx_read_adapters() returns text[]
-language sql stable parallel safe
-as $$
-  select case when nullif(current_setting('pymem.read_adapters', true), '') is null then null
-              else array(select jsonb_array_elements_text(current_setting('pymem.read_adapters', true)::jsonb))
-         end
-$$;
-comment on function pymem._ctx_read_adapters() is 'Strict read allow-list of adapters; NULL = no filter, {} = nothing readable';
+comment on function pymem._is_plain_text(text) is 'True when text has no control or Unicode format characters (no visual spoofing in audit records)';
 
 create function pymem._scope_is_flat(p_scope jsonb) returns boolean
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
   select jsonb_typeof(p_scope) = 'object'
      and not exists (select from jsonb_each(p_scope) e
                      where jsonb_typeof(e.value) <> 'string' or e.key = '' or e.value #>> '{}' = '')
 $$;
 comment on function pymem._scope_is_flat(jsonb) is 'A scope is a flat {axis: value} map of non-empty strings; nesting would make @> ambiguous';
+
+-- Login bindings: what a connection cannot choose. An agent that holds database credentials is
+-- exactly the actor these exist to contain, so a bound login always writes as its adapter, acts
+-- only in the tenants named here, and only inside the scope named here, whatever it sets.
+-- Binding a group role binds every login that is a member of it.
+create table pymem.login_bindings (
+  role_name name primary key,
+  adapter text not null check (adapter <> '' and length(adapter) <= 100 and pymem._is_plain_text(adapter)),
+  tenants text[] check (tenants is null or (cardinality(tenants) <= 1000
+                        and array_position(tenants, null) is null and '' <> all (tenants))),
+  all_tenants boolean not null default false,
+  scope jsonb not null default '{}'::jsonb check (pymem._scope_is_flat(scope)),
+  created_at timestamptz not null default now(),
+  created_by name not null default session_user,
+  constraint login_bindings_tenants_named check ((tenants is null) = all_tenants)
+);
+comment on table pymem.login_bindings is 'Login (or group) roles that always act as one adapter, in the named tenants and scope; unbound logins are operators';
+comment on column pymem.login_bindings.role_name is 'A login or group role (session_user, or a role it is a member of); cluster-wide, so not tenant-keyed';
+comment on column pymem.login_bindings.adapter is 'The adapter every write of that login is tagged with';
+comment on column pymem.login_bindings.tenants is 'The only tenants the login may act in ({} = none yet); NULL only together with all_tenants';
+comment on column pymem.login_bindings.all_tenants is 'An explicit opt-in to every tenant (a binding never widens to all tenants by omission)';
+comment on column pymem.login_bindings.scope is 'Scope the login is confined to: its context scope must contain this map';
+comment on column pymem.login_bindings.created_at is 'When the binding was last set';
+comment on column pymem.login_bindings.created_by is 'The login that set it';
+comment on constraint login_bindings_tenants_named on pymem.login_bindings is 'Either a list of tenants or an explicit all_tenants, never neither';
+
+create table pymem.binding_log (
+  seq bigint generated always as identity primary key,
+  event text not null check (event in ('login.bound', 'login.unbound')),
+  role_name name not null,
+  adapter text,
+  tenants text[],
+  all_tenants boolean,
+  scope jsonb,
+  changed_by name not null,
+  changed_at timestamptz not null default clock_timestamp()
+);
+comment on table pymem.binding_log is 'Append-only record of every change to pymem.login_bindings (who bound or unbound which login, to what)';
+comment on column pymem.binding_log.seq is 'Order of the changes';
+comment on column pymem.binding_log.event is 'login.bound (created or changed) or login.unbound';
+comment on column pymem.binding_log.role_name is 'The role whose binding changed';
+comment on column pymem.binding_log.adapter is 'The adapter it is bound to after the change (NULL once unbound)';
+comment on column pymem.binding_log.tenants is 'The tenants it may act in after the change';
+comment on column pymem.binding_log.all_tenants is 'Whether it may act in every tenant after the change';
+comment on column pymem.binding_log.scope is 'The scope it is confined to after the change';
+comment on column pymem.binding_log.changed_by is 'session_user of the change';
+comment on column pymem.binding_log.changed_at is 'When the change was made';
+
+create function pymem._login_binding() returns pymem.login_bindings
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- The binding in force for this session's login: its own, else that of the one bound role it is
+-- a member of. A login in several bound roles without a binding of its own is ambiguous and is
+-- bound to nothing (role_name NULL, no tenant): it fails closed. Superusers count as members of
+-- every role, and are never bound. Definer, so logins need no SELECT on the bindings table.
+declare
+  b pymem.login_bindings;
+  n integer;
+begin
+  select x.* into b from pymem.login_bindings x where x.role_name = session_user;
+  if found then
+    return b;
+  end if;
+  if not exists (select from pymem.login_bindings) then
+    return null;
+  end if;
+  if (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user) then
+    return null;
+  end if;
+  select count(*) into n
+    from pymem.login_bindings x join pg_catalog.pg_roles r on r.rolname = x.role_name
+   where pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
+  if n = 0 then
+    return null;
+  elsif n = 1 then
+    select x.* into b
+      from pymem.login_bindings x join pg_catalog.pg_roles r on r.rolname = x.role_name
+     where pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
+    return b;
+  end if;
+  b.role_name := null;
+  b.tenants := '{}';
+  b.all_tenants := false;
+  b.scope := '{}';
+  return b;
+end
+$$;
+comment on function pymem._login_binding() is 'The login binding in force for session_user (own, else its one bound group); NULL when unbound; bound-to-nothing when ambiguous';
+
+create function pymem._ctx_tenant() returns text
+language sql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+  -- A bound login sees its setting only for a tenant its binding names: a tenant set by hand with
+  -- set_config() outside the binding reads as unset, so every policy fails closed.
+  select case when b.role_name is null and b.tenants is null then s.t
+              when b.all_tenants or s.t = any (b.tenants) then s.t
+         end
+    from (select nullif(current_setting('pymem.tenant', true), '') as t) s,
+         pymem._login_binding() b
+$$;
+comment on function pymem._ctx_tenant() is 'Tenant of the current transaction, NULL when unset or outside the login''s binding (NULL matches no row)';
+
+create function pymem._ctx_actor() returns text
+language sql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select nullif(current_setting('pymem.actor', true), '') $$;
+comment on function pymem._ctx_actor() is 'Actor (user or agent id) of the current transaction, recorded in the ledger';
+
+create function pymem._ctx_adapter() returns text
+language sql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+  -- A bound login always writes as its adapter, whatever the setting says: this is what stops an
+  -- agent's connection from writing untagged (trusted) rows.
+  select case when b.role_name is not null or b.tenants is not null then b.adapter
+              else nullif(current_setting('pymem.adapter', true), '') end
+    from pymem._login_binding() b
+$$;
+comment on function pymem._ctx_adapter() is 'Source adapter of the current transaction (the login''s binding first, then the setting); NULL = operator, untagged';
+
+create function pymem._ctx_scope() returns jsonb
+language sql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+  -- A bound login's scope always contains its binding's scope. A setting that contradicts it
+  -- (another value for a bound axis) becomes {"": ""}, which no row's scope contains.
+  select case when b.scope is null or b.scope = '{}'::jsonb then s.v
+              when exists (select from jsonb_each_text(b.scope) e
+                            where s.v ? e.key and (s.v ->> e.key) is distinct from e.value)
+                then '{"": ""}'::jsonb
+              else s.v || b.scope end
+    from (select coalesce(nullif(current_setting('pymem.scope', true), '')::jsonb, '{}'::jsonb) as v) s,
+         pymem._login_binding() b
+$$;
+comment on function pymem._ctx_scope() is 'Scope of the current transaction, within the login''s bound scope; rows are visible only if their scope contains it ({} = whole tenant)';
+
+create function pymem._ctx_read_adapters() returns text[]
+language sql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+  select case when nullif(current_setting('pymem.read_adapters', true), '') is null then null
+              else array(select jsonb_array_elements_text(current_setting('pymem.read_adapters', true)::jsonb))
+         end
+$$;
+comment on function pymem._ctx_read_adapters() is 'Strict read allow-list of adapters; NULL = no filter, {} = nothing readable';
 
 create function pymem.set_context(
   p_tenant text,
@@ -119,22 +236,41 @@ create function pymem.set_context(
   p_read_adapters text[] default null
 ) returns void
 language plpgsql volatile
+set search_path = pg_catalog, pg_temp
 as $$
 declare
-  v_bound text;
+  b pymem.login_bindings := pymem._login_binding();
 begin
-  if p_tenant is null or p_tenant = '' or length(p_tenant) > 200 then
-    raise exception 'pymem: tenant must be a non-empty string of at most 200 characters'
+  if p_tenant is null or p_tenant = '' or length(p_tenant) > 200 or not pymem._is_plain_text(p_tenant) then
+    raise exception 'pymem: tenant must be a non-empty string of at most 200 characters, without control or format characters'
+      using errcode = '22023';
+  end if;
+  if (p_actor is not null and (length(p_actor) > 200 or not pymem._is_plain_text(p_actor)))
+     or (p_adapter is not null and (length(p_adapter) > 200 or not pymem._is_plain_text(p_adapter))) then
+    raise exception 'pymem: actor and adapter must be at most 200 characters, without control or format characters'
       using errcode = '22023';
   end if;
   if p_scope is null or not pymem._scope_is_flat(p_scope) then
     raise exception 'pymem: scope must be a flat object of non-empty string values'
       using errcode = '22023';
   end if;
-  select b.adapter into v_bound from pymem.adapter_bindings b where b.role_name = session_user;
-  if v_bound is not null and p_adapter is distinct from v_bound then
-    raise exception 'pymem: this login is bound to adapter %, it cannot act as %', v_bound, coalesce(p_adapter, 'the operator')
-      using errcode = '42501';
+  if b.role_name is not null or b.tenants is not null then
+    if b.role_name is null then
+      raise exception 'pymem: this login is a member of several bound roles; bind the login itself'
+        using errcode = '42501';
+    end if;
+    if p_adapter is distinct from b.adapter then
+      raise exception 'pymem: this login is bound to adapter %, it cannot act as %', b.adapter, coalesce(p_adapter, 'the operator')
+        using errcode = '42501';
+    end if;
+    if not (b.all_tenants or p_tenant = any (b.tenants)) then
+      raise exception 'pymem: this login is not bound to tenant %', p_tenant
+        using errcode = '42501';
+    end if;
+    if not (p_scope @> b.scope) then
+      raise exception 'pymem: this login is bound to scope %, the context scope must contain it', b.scope
+        using errcode = '42501';
+    end if;
   end if;
   perform set_config('pymem.tenant', p_tenant, true);
   perform set_config('pymem.actor', coalesce(p_actor, ''), true);
@@ -144,7 +280,7 @@ begin
                      case when p_read_adapters is null then '' else to_jsonb(p_read_adapters)::text end, true);
 end
 $$;
-comment on function pymem.set_context(text, text, text, jsonb, text[]) is 'Sets the transaction-local context every policy reads; the only supported way to set it';
+comment on function pymem.set_context(text, text, text, jsonb, text[]) is 'Sets the transaction-local context every policy reads, within the login''s binding; the only supported way to set it';
 
 -- ============================================================================================
 -- 3. hashing helpers
@@ -155,6 +291,7 @@ comment on function pymem.set_context(text, text, text, jsonb, text[]) is 'Sets 
 
 create function pymem._b(p text) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
   select case when p is null then '\x00'::bytea
               else '\x01'::bytea || int4send(octet_length(convert_to(p, 'UTF8'))) || convert_to(p, 'UTF8') end
@@ -163,16 +300,19 @@ comment on function pymem._b(text) is 'Length-prefixed UTF-8 bytes of a text fie
 
 create function pymem._b(p bytea) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$ select case when p is null then '\x00'::bytea else '\x01'::bytea || int4send(length(p)) || p end $$;
 comment on function pymem._b(bytea) is 'Length-prefixed bytes of a bytea field, 0x00 for NULL';
 
 create function pymem._b(p bigint) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$ select case when p is null then '\x00'::bytea else '\x01'::bytea || int8send(p) end $$;
 comment on function pymem._b(bigint) is 'Fixed-width bytes of an integer field, 0x00 for NULL';
 
 create function pymem._b(p timestamptz) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
   select case when p is null then '\x00'::bytea
               else '\x01'::bytea || int8send((extract(epoch from p) * 1000000)::bigint) end
@@ -181,6 +321,7 @@ comment on function pymem._b(timestamptz) is 'Timestamp as integer microseconds 
 
 create function pymem._b(p jsonb) returns bytea
 language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
 -- plpgsql rather than SQL: a SQL function with subqueries is re-planned on every call, which
 -- made this the most expensive step of every write and of verification.
@@ -230,6 +371,7 @@ comment on function pymem._b(jsonb) is 'Canonical bytes of a jsonb value: type t
 
 create function pymem._bv(p jsonb) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
   select case jsonb_typeof(p)
     when 'string' then '\x73'::bytea || pymem._b(p #>> '{}')
@@ -243,16 +385,19 @@ comment on function pymem._bv(jsonb) is 'A jsonb value inside a container: scala
 
 create function pymem._b(p text[]) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$ select pymem._b(array_send(p)) $$;
 comment on function pymem._b(text[]) is 'A text array in Postgres''s binary array format (element type, bounds, lengths), length-prefixed';
 
 create function pymem._b(p real) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$ select case when p is null then '\x00'::bytea else '\x01'::bytea || float4send(p) end $$;
 comment on function pymem._b(real) is 'IEEE-754 bytes of a real field, 0x00 for NULL';
 
 create function pymem._genesis_hash(p_tenant text) returns bytea
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$ select sha256(convert_to('pymem-chain-v1', 'UTF8') || pymem._b(p_tenant)) $$;
 comment on function pymem._genesis_hash(text) is 'prev_hash of a tenant''s first ledger entry; bound to the tenant so chains cannot be swapped';
 
@@ -370,7 +515,7 @@ comment on column pymem.ledger.revision is 'The memory''s revision after the eve
 comment on column pymem.ledger.content_hash is 'The memory''s content_hash after the event (before it, for a delete)';
 comment on column pymem.ledger.actor is 'Context actor of the transaction that caused the event';
 comment on column pymem.ledger.adapter is 'Context adapter of that transaction (NULL = operator)';
-comment on column pymem.ledger.details is 'Event details: digests and reasons, never memory content';
+comment on column pymem.ledger.details is 'Event details: digests and reasons, never memory content; scope and source_adapter decide who may read the event';
 comment on column pymem.ledger.occurred_at is 'Wall-clock time of the event, hashed as integer microseconds';
 comment on column pymem.ledger.hash_version is 'Which field list chain_hash covers';
 comment on column pymem.ledger.prev_hash is 'chain_hash of the previous entry (a tenant-bound genesis hash for seq 1)';
@@ -387,10 +532,14 @@ create table pymem.idempotency_keys (
   result jsonb not null,
   created_at timestamptz not null default now(),
   expires_at timestamptz not null,
-  primary key (tenant_id, verb, actor, key)
+  -- the writing connection's adapter, never the caller's claim (the default, checked by RLS): an
+  -- agent cannot plant a key that an operator's (or another adapter's) later call would replay
+  adapter text not null default coalesce(pymem._ctx_adapter(), ''),
+  primary key (tenant_id, verb, adapter, actor, key)
 );
-comment on table pymem.idempotency_keys is 'Replay-or-conflict records of write calls, keyed by (verb, actor, key) within a tenant';
+comment on table pymem.idempotency_keys is 'Replay-or-conflict records of write calls, keyed by (verb, adapter, actor, key) within a tenant';
 comment on column pymem.idempotency_keys.actor is 'Context actor (empty string when unset): keys are actor-scoped';
+comment on column pymem.idempotency_keys.adapter is 'Context adapter (empty string for the operator): each adapter has keys of its own';
 comment on column pymem.idempotency_keys.digest is 'Digest of the call''s arguments: same digest replays, different digest conflicts';
 comment on column pymem.idempotency_keys.result is 'What the original call returned, replayed verbatim';
 comment on column pymem.idempotency_keys.expires_at is 'After this the key may be reused; set from the idempotency class';
@@ -428,31 +577,42 @@ create policy memories_insert on pymem.memories for insert
 comment on policy memories_insert on pymem.memories is 'Inserts only into the context tenant and scope, tagged with the context adapter';
 
 -- An adapter may change only its own rows; the operator (no adapter) may change any row of the
--- tenant, and the changed row then carries the operator's (NULL) tag.
+-- tenant, and the changed row then carries the operator's (NULL) tag. A row the read allow-list
+-- hides cannot be changed either: a context never writes what it may not read.
 create policy memories_update on pymem.memories for update
   using (tenant_id = (select pymem._ctx_tenant())
          and scope @> (select pymem._ctx_scope())
-         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter())))
+         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter()))
+         and ((select pymem._ctx_read_adapters()) is null
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])))
   with check (tenant_id = (select pymem._ctx_tenant())
               and scope @> (select pymem._ctx_scope())
               and source_adapter is not distinct from (select pymem._ctx_adapter()));
-comment on policy memories_update on pymem.memories is 'Updates own-adapter rows (operator: any) of the context tenant and scope';
+comment on policy memories_update on pymem.memories is 'Updates own-adapter rows (operator: any) of the context tenant and scope that the read allow-list admits';
 
 create policy memories_delete on pymem.memories for delete
   using (tenant_id = (select pymem._ctx_tenant())
          and scope @> (select pymem._ctx_scope())
-         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter())));
-comment on policy memories_delete on pymem.memories is 'Deletes own-adapter rows (operator: any) of the context tenant and scope';
+         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter()))
+         and ((select pymem._ctx_read_adapters()) is null
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])));
+comment on policy memories_delete on pymem.memories is 'Deletes own-adapter rows (operator: any) of the context tenant and scope that the read allow-list admits';
 
 -- The owner reads across tenants only inside the SECURITY DEFINER verifier and the
 -- pymem.memory_history view, which return hashes, ids and provenance, never content.
 create policy memories_owner_verify on pymem.memories for select to pymem_owner using (true);
 comment on policy memories_owner_verify on pymem.memories is 'Lets pymem.verify_chain re-hash, and the pymem.memory_history view read provenance of, every tenant''s rows (both owned by pymem_owner, neither returns content)';
 
--- ledger: readable by its tenant; appended only by the owner's trigger and audit functions.
+-- ledger: a context reads the events of its tenant that concern what it could read: the event's
+-- scope (the memory's, or the refused write's context scope) must contain the context scope, and
+-- its source adapter must pass the read allow-list. Events without a recorded scope count as the
+-- whole tenant's, so only a whole-tenant context reads them.
 create policy ledger_read on pymem.ledger for select
-  using (tenant_id = (select pymem._ctx_tenant()));
-comment on policy ledger_read on pymem.ledger is 'A tenant reads its own ledger';
+  using (tenant_id = (select pymem._ctx_tenant())
+         and coalesce(details -> 'scope', '{}'::jsonb) @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_read_adapters()) is null
+              or (details ->> 'source_adapter') = any ((select pymem._ctx_read_adapters())::text[])));
+comment on policy ledger_read on pymem.ledger is 'A context reads its tenant''s events within its scope and read allow-list';
 create policy ledger_audit on pymem.ledger for select to pymem_auditor, pymem_owner using (true);
 comment on policy ledger_audit on pymem.ledger is 'Auditors (and the verifier) read every tenant''s ledger';
 create policy ledger_append on pymem.ledger for insert to pymem_owner
@@ -470,9 +630,11 @@ create policy chain_heads_write on pymem.chain_heads for all to pymem_owner
 comment on policy chain_heads_write on pymem.chain_heads is 'Only the owner''s chain trigger moves a head, and only the context tenant''s';
 
 create policy idempotency_tenant on pymem.idempotency_keys for all
-  using (tenant_id = (select pymem._ctx_tenant()))
-  with check (tenant_id = (select pymem._ctx_tenant()));
-comment on policy idempotency_tenant on pymem.idempotency_keys is 'Idempotency records are private to their tenant';
+  using (tenant_id = (select pymem._ctx_tenant())
+         and adapter = coalesce((select pymem._ctx_adapter()), ''))
+  with check (tenant_id = (select pymem._ctx_tenant())
+              and adapter = coalesce((select pymem._ctx_adapter()), ''));
+comment on policy idempotency_tenant on pymem.idempotency_keys is 'Idempotency records are private to their tenant and to the adapter that wrote them';
 
 -- ============================================================================================
 -- 6. triggers: revision, content hash, hash chain, append-only
@@ -480,6 +642,7 @@ comment on policy idempotency_tenant on pymem.idempotency_keys is 'Idempotency r
 
 create function pymem._content_hash(m pymem.memories) returns bytea
 language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   -- plpgsql for the same reason as pymem._event_bytes: one cached, inlined plan.
@@ -500,11 +663,14 @@ comment on function pymem._content_hash(pymem.memories) is 'sha256 of a memory''
 
 create function pymem._memories_before_write() returns trigger
 language plpgsql
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if tg_op = 'INSERT' then
     new.revision := 1;
-    new.created_at := coalesce(new.created_at, now());
+    -- The database's time, whatever the statement said: a caller's claim of when something
+    -- became true belongs in valid_from.
+    new.created_at := now();
   else
     -- The revision moves on every update, whatever the statement said.
     new.revision := old.revision + 1;
@@ -535,6 +701,7 @@ comment on trigger memories_before_write on pymem.memories is 'Revision bump and
 
 create function pymem._event_bytes(l pymem.ledger) returns bytea
 language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   -- plpgsql keeps one cached plan with every _b() inlined; a SQL function taking a row is not
@@ -553,24 +720,27 @@ create type pymem._pending_event as (
   memory_id text,
   revision integer,
   content_hash bytea,
-  live_delta integer
+  live_delta integer,
+  details jsonb
 );
 comment on type pymem._pending_event is 'One ledger event waiting to be chained by pymem._append_events';
 
-create function pymem._append_events(p_events pymem._pending_event[], p_details jsonb default '{}'::jsonb)
+create function pymem._append_events(p_events pymem._pending_event[])
 returns pymem.ledger
 language plpgsql security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 -- Chains a batch of events under ONE lock and ONE update of each tenant's head row. Locking the
 -- head once per statement (not once per row) keeps a batch from building a long chain of dead
 -- head-row versions, and writers of one tenant serialize here while other tenants never wait.
+-- The events' time is read after the lock is held, so along a tenant's chain time never goes
+-- backwards, and an event placed after a checkpoint cannot claim to be older than it.
 declare
   v_tenant text;
   v_head pymem.chain_heads;
   v_entry pymem.ledger;
   v_live bigint;
-  v_at timestamptz := clock_timestamp();
+  v_at timestamptz;
   e pymem._pending_event;
 begin
   for v_tenant in select distinct x.tenant_id from unnest(p_events) x order by 1 loop
@@ -584,6 +754,7 @@ begin
         on conflict (tenant_id) do nothing;
       select * into v_head from pymem.chain_heads h where h.tenant_id = v_tenant for update;
     end if;
+    v_at := clock_timestamp();
     v_live := 0;
     for e in select x.* from unnest(p_events) x where x.tenant_id = v_tenant order by x.memory_id, x.event loop
       v_entry.tenant_id := v_tenant;
@@ -594,7 +765,7 @@ begin
       v_entry.content_hash := e.content_hash;
       v_entry.actor := pymem._ctx_actor();
       v_entry.adapter := pymem._ctx_adapter();
-      v_entry.details := coalesce(p_details, '{}'::jsonb);
+      v_entry.details := coalesce(e.details, '{}'::jsonb);
       v_entry.occurred_at := v_at;
       v_entry.hash_version := 1;
       v_entry.prev_hash := v_head.chain_hash;
@@ -611,31 +782,36 @@ begin
   return v_entry;
 end
 $$;
-comment on function pymem._append_events(pymem._pending_event[], jsonb) is 'Appends events to their tenants'' chains under the head-row lock (definer: the app cannot write the ledger directly)';
+comment on function pymem._append_events(pymem._pending_event[]) is 'Appends events to their tenants'' chains under the head-row lock (definer: the app cannot write the ledger directly)';
 
 -- SECURITY DEFINER so that the app role needs no EXECUTE on pymem._append_events: it cannot
 -- append a forged event by calling it directly, only by really changing a memory. Statement
 -- level, with transition tables, so a multi-row write chains all its rows in one pass.
 create function pymem._memories_chain() returns trigger
 language plpgsql security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
+-- Each event carries the row's scope and source adapter (the old row's for a delete): the ledger's
+-- read policy shows an event only to contexts that could read the memory it concerns.
 declare
   v_events pymem._pending_event[];
 begin
   if tg_op = 'INSERT' then
-    select array_agg(row(n.tenant_id, 'memory.insert', n.id, n.revision, n.content_hash, 1)::pymem._pending_event)
+    select array_agg(row(n.tenant_id, 'memory.insert', n.id, n.revision, n.content_hash, 1,
+                         jsonb_build_object('scope', n.scope, 'source_adapter', n.source_adapter))::pymem._pending_event)
       into v_events from pymem_new_rows n;
   elsif tg_op = 'UPDATE' then
     select array_agg(row(n.tenant_id,
              case when n.erased_at is not null and o.erased_at is null then 'memory.erase'
                   when n.invalidated_at is not null and o.invalidated_at is null then 'memory.supersede'
                   else 'memory.update' end,
-             n.id, n.revision, n.content_hash, 0)::pymem._pending_event)
+             n.id, n.revision, n.content_hash, 0,
+             jsonb_build_object('scope', n.scope, 'source_adapter', n.source_adapter))::pymem._pending_event)
       into v_events
       from pymem_new_rows n join pymem_old_rows o on o.tenant_id = n.tenant_id and o.id = n.id;
   else
-    select array_agg(row(o.tenant_id, 'memory.delete', o.id, o.revision, o.content_hash, -1)::pymem._pending_event)
+    select array_agg(row(o.tenant_id, 'memory.delete', o.id, o.revision, o.content_hash, -1,
+                         jsonb_build_object('scope', o.scope, 'source_adapter', o.source_adapter))::pymem._pending_event)
       into v_events from pymem_old_rows o;
   end if;
   if v_events is not null then
@@ -665,6 +841,7 @@ comment on trigger memories_chain_delete on pymem.memories is 'One memory.delete
 -- The primary key would let the owner move a row between tenants; nobody should.
 create function pymem._memories_keep_key() returns trigger
 language plpgsql
+set search_path = pg_catalog, pg_temp
 as $$
 begin
   if new.tenant_id is distinct from old.tenant_id or new.id is distinct from old.id then
@@ -681,12 +858,13 @@ comment on trigger memories_keep_key on pymem.memories is 'tenant_id and id are 
 
 create function pymem._ledger_append_only() returns trigger
 language plpgsql
+set search_path = pg_catalog, pg_temp
 as $$
 begin
-  raise exception 'pymem: the ledger is append-only (% refused)', tg_op using errcode = '42501';
+  raise exception 'pymem: % is append-only (% refused)', tg_table_name, tg_op using errcode = '42501';
 end
 $$;
-comment on function pymem._ledger_append_only() is 'Refuses UPDATE, DELETE and TRUNCATE of the ledger';
+comment on function pymem._ledger_append_only() is 'Refuses UPDATE, DELETE and TRUNCATE of an append-only table (the ledger, the binding log)';
 
 create trigger ledger_no_update_delete
   before update or delete on pymem.ledger
@@ -699,6 +877,61 @@ comment on trigger ledger_no_truncate on pymem.ledger is 'Append-only, fires eve
 -- ALWAYS: session_replication_role = replica must not switch them off.
 alter table pymem.ledger enable always trigger ledger_no_update_delete;
 alter table pymem.ledger enable always trigger ledger_no_truncate;
+
+-- Login bindings: every change is checked (the role must exist and must not be a superuser, who
+-- could not be contained anyway) and written to the append-only binding log, by whatever means
+-- it was made.
+create function pymem._login_bindings_guard() returns trigger
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if tg_op = 'TRUNCATE' then
+    insert into pymem.binding_log (event, role_name, changed_by)
+      select 'login.unbound', b.role_name, session_user from pymem.login_bindings b order by b.role_name;
+    return null;
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') then
+    if not exists (select from pg_catalog.pg_roles r where r.rolname = new.role_name) then
+      raise exception 'pymem: role % does not exist', new.role_name using errcode = '42704';
+    end if;
+    if exists (select from pg_catalog.pg_roles r where r.rolname = new.role_name and r.rolsuper) then
+      raise exception 'pymem: % is a superuser; a binding cannot contain it', new.role_name using errcode = '22023';
+    end if;
+    new.created_at := now();
+    new.created_by := session_user;
+    insert into pymem.binding_log (event, role_name, adapter, tenants, all_tenants, scope, changed_by)
+      values ('login.bound', new.role_name, new.adapter, new.tenants, new.all_tenants, new.scope, session_user);
+    if tg_op = 'UPDATE' and new.role_name is distinct from old.role_name then
+      insert into pymem.binding_log (event, role_name, changed_by) values ('login.unbound', old.role_name, session_user);
+    end if;
+    return new;
+  end if;
+  insert into pymem.binding_log (event, role_name, changed_by) values ('login.unbound', old.role_name, session_user);
+  return old;
+end
+$$;
+comment on function pymem._login_bindings_guard() is 'Checks a binding''s role and records every change of pymem.login_bindings in pymem.binding_log';
+create trigger login_bindings_guard
+  before insert or update or delete on pymem.login_bindings
+  for each row execute function pymem._login_bindings_guard();
+comment on trigger login_bindings_guard on pymem.login_bindings is 'Role checks and the binding log';
+create trigger login_bindings_truncate
+  before truncate on pymem.login_bindings
+  for each statement execute function pymem._login_bindings_guard();
+comment on trigger login_bindings_truncate on pymem.login_bindings is 'A truncate unbinds every login, in the binding log too';
+create trigger binding_log_no_update_delete
+  before update or delete on pymem.binding_log
+  for each row execute function pymem._ledger_append_only();
+comment on trigger binding_log_no_update_delete on pymem.binding_log is 'Append-only, fires even in replica mode';
+create trigger binding_log_no_truncate
+  before truncate on pymem.binding_log
+  for each statement execute function pymem._ledger_append_only();
+comment on trigger binding_log_no_truncate on pymem.binding_log is 'Append-only, fires even in replica mode';
+alter table pymem.login_bindings enable always trigger login_bindings_guard;
+alter table pymem.login_bindings enable always trigger login_bindings_truncate;
+alter table pymem.binding_log enable always trigger binding_log_no_update_delete;
+alter table pymem.binding_log enable always trigger binding_log_no_truncate;
 
 -- ============================================================================================
 -- 7. verbs and views
@@ -716,7 +949,7 @@ returns table (
   problem text
 )
 language plpgsql stable security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 -- Walks each tenant's chain (contiguous seq, prev_hash linkage, recomputed chain_hash, head row)
 -- and re-hashes every live memory against its stored content_hash and its latest ledger event.
@@ -730,6 +963,12 @@ begin
   if v_ctx is not null then
     if p_tenant is not null and p_tenant <> v_ctx then
       raise exception 'pymem: a tenant context can only verify its own chain' using errcode = '42501';
+    end if;
+    -- The chain names every memory of the tenant; a context confined to a scope or to a read
+    -- allow-list may not learn the ids and hashes of what it cannot read.
+    if pymem._ctx_scope() <> '{}'::jsonb or pymem._ctx_read_adapters() is not null then
+      raise exception 'pymem: verifying a tenant''s chain needs a whole-tenant context (no scope, no read allow-list)'
+        using errcode = '42501';
     end if;
     p_tenant := v_ctx;
   elsif not pg_has_role(session_user, 'pymem_auditor', 'MEMBER') then
@@ -855,6 +1094,7 @@ comment on type pymem.search_hit is 'One pymem.search result: what recall needs 
 
 create function pymem._search_ef(p_top_k integer) returns integer
 language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
 as $$ select least(1000, greatest(200, 2 * p_top_k)) $$;
 comment on function pymem._search_ef(integer) is 'hnsw.ef_search for a top_k: the default 40 gave recall@10 of 0.85-0.94 on filtered scans and 100 about 0.95 (measured, 100k x 384); 200 keeps it above';
 
@@ -1002,6 +1242,7 @@ create function pymem.search_as(
   p_plan text default 'auto'
 ) returns setof pymem.search_hit
 language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
 as $$
 -- pymem.set_context, then pymem.search: a search in one statement, so an autocommit caller pays
 -- one round trip instead of four (begin, context, search, commit). The context stays set for
@@ -1038,7 +1279,7 @@ create function pymem.record_refusal(
   p_policy_fingerprint text
 ) returns bigint
 language plpgsql volatile security definer
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
   v_tenant text := pymem._ctx_tenant();
@@ -1051,11 +1292,11 @@ begin
                                           'retrieved_content', 'unproven', 'injected_context') then
     raise exception 'pymem: a refusal needs a known origin' using errcode = '22023';
   end if;
-  if p_source is not null and (p_source = '' or length(p_source) > 200 or p_source ~ '[[:cntrl:]]') then
-    raise exception 'pymem: a refusal source must be 1-200 characters without control characters' using errcode = '22023';
+  if p_source is not null and (p_source = '' or length(p_source) > 200 or not pymem._is_plain_text(p_source)) then
+    raise exception 'pymem: a refusal source must be 1-200 characters without control or format characters' using errcode = '22023';
   end if;
-  if p_reason is null or p_reason = '' or length(p_reason) > 300 or p_reason ~ '[[:cntrl:]]' then
-    raise exception 'pymem: a refusal reason must be 1-300 characters without control characters' using errcode = '22023';
+  if p_reason is null or p_reason = '' or length(p_reason) > 300 or not pymem._is_plain_text(p_reason) then
+    raise exception 'pymem: a refusal reason must be 1-300 characters without control or format characters' using errcode = '22023';
   end if;
   if p_signature is not null and p_signature !~ '^[a-z0-9_.]{1,100}$' then
     raise exception 'pymem: a refusal signature must be a signature name ([a-z0-9_.], at most 100)' using errcode = '22023';
@@ -1066,22 +1307,62 @@ begin
   if p_policy_fingerprint is not null and p_policy_fingerprint !~ '^[A-Za-z0-9:_.-]{1,100}$' then
     raise exception 'pymem: a policy fingerprint must be 1-100 characters of [A-Za-z0-9:_.-]' using errcode = '22023';
   end if;
+  -- scope and source_adapter are the refused write's context: who may read the event (see the
+  -- ledger's read policy).
   v_entry := pymem._append_events(
-    array[row(v_tenant, 'admission.refused', null, null, null, 0)::pymem._pending_event],
-    jsonb_build_object(
-      'decision', 'refused',
-      'action_class', 'memory.persist',
-      'tool', 'memory.write:' || coalesce(p_source, 'unknown'),
-      'origin', p_origin,
-      'adapter', pymem._ctx_adapter(),
-      'reason', p_reason,
-      'signature', p_signature,
-      'args_digest', p_digest,
-      'policy_fingerprint', p_policy_fingerprint));
+    array[row(v_tenant, 'admission.refused', null, null, null, 0,
+              jsonb_build_object(
+                'decision', 'refused',
+                'action_class', 'memory.persist',
+                'tool', 'memory.write:' || coalesce(p_source, 'unknown'),
+                'origin', p_origin,
+                'adapter', pymem._ctx_adapter(),
+                'reason', p_reason,
+                'signature', p_signature,
+                'args_digest', p_digest,
+                'policy_fingerprint', p_policy_fingerprint,
+                'scope', pymem._ctx_scope(),
+                'source_adapter', pymem._ctx_adapter()))::pymem._pending_event]);
   return v_entry.seq;
 end
 $$;
 comment on function pymem.record_refusal(text, text, text, text, text, text) is 'Chains an admission.refused event (digest and reason, never content) into the context tenant''s ledger; returns its seq';
+
+-- Deletes go through definer functions because logins hold no DELETE privilege (and only
+-- column-level UPDATE) on the tenant tables: a table-level UPDATE or DELETE privilege is also the
+-- right to LOCK the table in ACCESS EXCLUSIVE mode, which would stall every tenant. Row-level
+-- security still decides which rows go: FORCE makes the owner subject to it, and the policies
+-- read the caller's context and login, never the owner's.
+
+create function pymem.delete_memories(p_ids text[]) returns table (id text, erased boolean)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if p_ids is null or cardinality(p_ids) > 10000 then
+    raise exception 'pymem: delete_memories takes a list of at most 10000 ids' using errcode = '22023';
+  end if;
+  return query
+    delete from pymem.memories m
+     where m.tenant_id = pymem._ctx_tenant() and m.id = any (p_ids)
+    returning m.id, m.erased_at is not null;
+end
+$$;
+comment on function pymem.delete_memories(text[]) is 'Deletes the context''s memories with these ids (each a ledger event); returns each deleted id and whether it had been erased; RLS decides which';
+
+create function pymem.purge_idempotency_keys() returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v_count bigint;
+begin
+  delete from pymem.idempotency_keys k where k.tenant_id = pymem._ctx_tenant() and k.expires_at <= now();
+  get diagnostics v_count = row_count;
+  return v_count;
+end
+$$;
+comment on function pymem.purge_idempotency_keys() is 'Deletes the context tenant''s (and adapter''s) expired idempotency keys; returns how many';
 
 -- Audit views. audit_refusals runs with the caller's rights (security_invoker): the ledger's own
 -- policies already give each role exactly its rows (an auditor every tenant's, the app its
@@ -1102,8 +1383,8 @@ comment on view pymem.audit_refusals is 'Every admission refusal: who, which ori
 -- memory's current provenance. The auditor has no rights on memories (content must stay out of
 -- its reach), so this view runs with its owner's rights (no security_invoker) and does its own
 -- filtering: members of pymem_auditor see every tenant, anyone else (current_user is the
--- invoker inside a view) only the context tenant, with provenance only for rows its scope and
--- read allow-list make visible. It selects no content, record or embedding column, and
+-- invoker inside a view) only the context tenant's events within its scope and read allow-list
+-- (the ledger's own rule), with provenance only for rows its scope and allow-list make visible. It selects no content, record or embedding column, and
 -- security_barrier keeps a caller's (possibly leaky) WHERE clause from running before that filter.
 create view pymem.memory_history with (security_barrier = true) as
   select l.tenant_id, l.memory_id, l.seq, l.event, l.occurred_at, l.actor, l.adapter, l.revision,
@@ -1120,8 +1401,11 @@ create view pymem.memory_history with (security_barrier = true) as
                    or m.source_adapter = any ((select pymem._ctx_read_adapters())::text[]))))
    where l.memory_id is not null
      and ((select pg_catalog.pg_has_role(current_user, 'pymem_auditor', 'USAGE'))
-          or l.tenant_id = (select pymem._ctx_tenant()));
-comment on view pymem.memory_history is 'Each memory''s ledger events with its current origin and provenance (no content); auditors see every tenant';
+          or (l.tenant_id = (select pymem._ctx_tenant())
+              and coalesce(l.details -> 'scope', '{}'::jsonb) @> (select pymem._ctx_scope())
+              and ((select pymem._ctx_read_adapters()) is null
+                   or (l.details ->> 'source_adapter') = any ((select pymem._ctx_read_adapters())::text[]))));
+comment on view pymem.memory_history is 'Each memory''s ledger events with its current origin and provenance (no content); auditors see every tenant, others their scope and allow-list';
 
 -- ============================================================================================
 -- 8. privileges
@@ -1135,13 +1419,30 @@ grant usage on schema pymem to pymem_app, pymem_auditor;
 revoke all on all tables in schema pymem from public;
 revoke all on all functions in schema pymem from public;
 
-grant select, insert, update, delete on pymem.memories to pymem_app;
-grant select, insert, update, delete on pymem.idempotency_keys to pymem_app;
-grant select on pymem.ledger, pymem.chain_heads, pymem.store_info, pymem.adapter_bindings to pymem_app;
-grant select on pymem.ledger, pymem.chain_heads, pymem.store_info, pymem.adapter_bindings to pymem_auditor;
+-- Column-level INSERT and UPDATE, and no DELETE: a login can write only the columns a caller
+-- may choose (revision, created_at, updated_at and content_hash are the database's), and without
+-- a table-level UPDATE, DELETE or TRUNCATE privilege it cannot LOCK a table in ACCESS EXCLUSIVE
+-- (or any mode stronger than ROW EXCLUSIVE) and stall every tenant. Deletes go through
+-- pymem.delete_memories and pymem.purge_idempotency_keys.
+grant select on pymem.memories to pymem_app;
+grant insert (tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence, origin,
+              source_adapter, provenance, injection_source, policy_fingerprint, valid_from, invalidated_at,
+              superseded_by)
+  on pymem.memories to pymem_app;
+grant update (scope, kind, content, record, embedding, tags, importance, confidence, origin, source_adapter,
+              provenance, injection_source, policy_fingerprint, valid_from, invalidated_at, superseded_by,
+              erased_at)
+  on pymem.memories to pymem_app;
+grant select on pymem.idempotency_keys to pymem_app;
+grant insert (tenant_id, verb, actor, key, digest, result, expires_at) on pymem.idempotency_keys to pymem_app;
+grant update (digest, result, created_at, expires_at) on pymem.idempotency_keys to pymem_app;
+grant select on pymem.ledger, pymem.chain_heads, pymem.store_info to pymem_app;
+grant select on pymem.ledger, pymem.chain_heads, pymem.store_info, pymem.login_bindings, pymem.binding_log
+  to pymem_auditor;
 
 grant execute on function pymem._ctx_tenant(), pymem._ctx_actor(), pymem._ctx_adapter(), pymem._ctx_scope(),
-  pymem._ctx_read_adapters(), pymem._scope_is_flat(jsonb) to pymem_app, pymem_auditor;
+  pymem._ctx_read_adapters(), pymem._scope_is_flat(jsonb), pymem._is_plain_text(text), pymem._login_binding()
+  to pymem_app, pymem_auditor;
 grant execute on function pymem.set_context(text, text, text, jsonb, text[]) to pymem_app, pymem_auditor;
 grant execute on function pymem._b(text), pymem._b(bytea), pymem._b(bigint), pymem._b(timestamptz), pymem._b(jsonb), pymem._bv(jsonb),
   pymem._b(text[]), pymem._b(real), pymem._genesis_hash(text), pymem._content_hash(pymem.memories),
@@ -1153,4 +1454,5 @@ grant execute on function pymem._search_ef(integer) to pymem_app, pymem_auditor;
 grant execute on function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) to pymem_app;
 -- admission: the app records refusals; both roles read the audit views (each sees its own rows)
 grant execute on function pymem.record_refusal(text, text, text, text, text, text) to pymem_app;
+grant execute on function pymem.delete_memories(text[]), pymem.purge_idempotency_keys() to pymem_app;
 grant select on pymem.audit_refusals, pymem.memory_history to pymem_app, pymem_auditor;

@@ -29,6 +29,7 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 DIM = 384
 APP_LOGIN = "pymem_test_app"
 AUDITOR_LOGIN = "pymem_test_auditor"
+AGENT_LOGIN = "pymem_test_agent"  # a member of pymem_app that tests bind to an adapter
 PASSWORD = "pymem-test"
 
 
@@ -74,7 +75,7 @@ def template_db(server_dsn):
     admin = with_user(server_dsn, urlsplit(server_dsn).username or "postgres", database=name)
     migrate.upgrade(admin, embedding_dim=DIM)
     with psycopg.connect(admin, autocommit=True) as conn:
-        for login, group in ((APP_LOGIN, "pymem_app"), (AUDITOR_LOGIN, "pymem_auditor")):
+        for login, group in ((APP_LOGIN, "pymem_app"), (AUDITOR_LOGIN, "pymem_auditor"), (AGENT_LOGIN, "pymem_app")):
             exists = conn.execute("select 1 from pg_roles where rolname = %s", (login,)).fetchone()
             if not exists:
                 conn.execute(f"create role {login} login password '{PASSWORD}' in role {group}")
@@ -131,3 +132,23 @@ def store(database):
     s = database.store()
     yield s
     s.close()
+
+
+def login_dsn(database: TestDatabase, login: str) -> str:
+    """A DSN for one of the test logins (APP_LOGIN, AGENT_LOGIN, AUDITOR_LOGIN) to `database`."""
+    return with_user(database.admin_dsn, login, database=database.name, password=PASSWORD)
+
+
+def bind_login(database: TestDatabase, role: str, *, adapter: str, tenants: list[str] | None = None,
+               scope: dict | None = None) -> None:
+    """Bind a login (or group) role to an adapter and the tenants and scope it may act in."""
+    from psycopg.types.json import Jsonb
+
+    with database.admin() as conn:
+        if conn.execute("select to_regclass('pymem.login_bindings')").fetchone()[0] is None:
+            conn.execute("insert into pymem.adapter_bindings (role_name, adapter) values (%s, %s)", (role, adapter))
+            return
+        conn.execute(
+            "insert into pymem.login_bindings (role_name, adapter, tenants, all_tenants, scope)"
+            " values (%s, %s, %s, %s, %s)",
+            (role, adapter, tenants, tenants is None, Jsonb(scope or {})))

@@ -127,7 +127,7 @@ def test_how_did_this_get_here_in_plain_sql(database, store, seeded):
     assert audit.history(store.bind(Context(tenant="globex")), memory_id) == []
     # a deleted memory keeps its history, without provenance
     with agent.store.transaction(agent.ctx) as conn:
-        conn.execute("delete from pymem.memories where tenant_id = 'acme' and id = %s", (memory_id,))
+        conn.execute("select * from pymem.delete_memories(array[%s])", (memory_id,))
     history = audit.history(store.bind(Context(tenant="acme")), memory_id)
     assert [h["event"] for h in history] == ["memory.insert", "memory.update", "memory.delete"]
     assert all(h["origin"] is None for h in history)
@@ -161,11 +161,15 @@ def test_the_apps_history_respects_its_scope_and_read_allow_list(database, store
     with database.app() as conn:
         conn.execute("select pymem.set_context('acme', null, null, '{\"team\": \"red\"}'::jsonb, null)")
         rows = dict(conn.execute("select memory_id, origin from pymem.memory_history").fetchall())
-        assert rows == {red: "user_asserted", blue: None}  # the event is the tenant's; the provenance is not in scope
+        assert rows == {red: "user_asserted"}  # blue's events are outside the scope, as blue's row is
         conn.rollback()
         conn.execute("select pymem.set_context('acme', null, null, '{}'::jsonb, array['codex'])")
         rows = dict(conn.execute("select memory_id, origin from pymem.memory_history").fetchall())
-        assert rows == {red: None, blue: None}  # untagged rows are outside a strict allow-list
+        assert rows == {}  # untagged rows, and their events, are outside a strict allow-list
+        conn.rollback()
+        conn.execute("select pymem.set_context('acme')")
+        rows = dict(conn.execute("select memory_id, origin from pymem.memory_history").fetchall())
+        assert rows == {red: "user_asserted", blue: "user_asserted"}  # the whole tenant sees both
         conn.rollback()
 
 
@@ -200,7 +204,7 @@ def test_view_and_function_definitions(database):
             " has_function_privilege('public', p.oid, 'execute')"
             " from pg_proc p where p.oid = 'pymem.record_refusal(text, text, text, text, text, text)'::regprocedure"
         ).fetchone()
-        assert fn == (True, ["search_path=\"\""], "pymem_owner", True, False, False)
+        assert fn == (True, ["search_path=pg_catalog, pg_temp"], "pymem_owner", True, False, False)
         missing = conn.execute(
             "select c.relname from pg_class c where c.relnamespace = 'pymem'::regnamespace and c.relkind = 'v'"
             " and obj_description(c.oid, 'pg_class') is null"

@@ -203,7 +203,9 @@ BACKSTOP = [
     ("importance out of range", dict(importance=2.0), pgerr.CheckViolation),
     ("empty adapter tag", dict(source_adapter=""), psycopg.Error),
     ("provenance not an object", dict(provenance=Jsonb([1])), pgerr.CheckViolation),
-    ("erased on insert", dict(erased_at="2020-01-01"), pgerr.InvalidParameterValue),
+    # the app login may not name erased_at on insert at all (column privileges); see below for
+    # the trigger that refuses it to whoever may
+    ("erased on insert", dict(erased_at="2020-01-01"), pgerr.InsufficientPrivilege),
 ]
 
 
@@ -249,5 +251,9 @@ def test_database_refuses_bad_rows_from_raw_sql(database):
             conn.execute("update pymem.memories set embedding = '[1,2]' where id = 'raw'")
         conn.rollback()
     assert accepted == []
+    with database.admin() as admin, pytest.raises(pgerr.InvalidParameterValue):
+        with admin.transaction():
+            admin.execute("select pymem.set_context('acme')")
+            _raw_insert(admin, erased_at="2020-01-01")
     after = counts(database)
     assert after == (before[0] + 1, before[1] + 1, before[2] + 1)  # only the one good row

@@ -41,11 +41,24 @@ def write_rows(database, tenant, ids):
 
 
 def verify(database, tenant=None) -> dict[str, dict]:
-    """pymem.verify_chain as the superuser: {tenant: row}."""
+    """pymem.verify_chain as the superuser: {tenant: row}. The independent (Python) verifier must
+    agree with it on every tenant, clean or tampered: same counts, head, bad seq, memory, problem."""
+    from pymem.integrity.independent import verify_independently
+
     with database.admin() as conn:
         cur = conn.execute("select * from pymem.verify_chain(%s)", (tenant,))
         names = [d.name for d in cur.description]
-        return {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+        rows = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+    with psycopg.connect(database.admin_dsn) as conn:
+        independent = {t.tenant: t for t in verify_independently(conn, tenant).tenants}
+    assert set(independent) == set(rows)
+    for name, row in rows.items():
+        mine = independent[name]
+        assert (mine.entries, mine.rows_checked, mine.head_seq, mine.head_hash, mine.bad_seq, mine.bad_memory_id,
+                mine.problem) == (row["entries"], row["rows_checked"], row["head_seq"],
+                                  bytes(row["head_hash"]).hex() if row["head_hash"] is not None else None,
+                                  row["bad_seq"], row["bad_memory_id"], row["problem"]), name
+    return rows
 
 
 def verify_as_tenant(database, tenant) -> dict:
@@ -76,17 +89,18 @@ def run_cli(database, *args):
 
 def assert_cli_flags(database, tenant, bad_seq=None, memory_id=None):
     """`pymem verify` (every tenant, and --tenant) exits 1 and names the bad seq / memory."""
-    for args in ((), ("--tenant", tenant)):
+    for args in ((), ("--tenant", tenant), ("--independent",), ("--independent", "--tenant", tenant)):
         result = run_cli(database, *args)
         assert result.exit_code == 1, (args, result.output)
         assert "tampering: none detected" not in result.output
-        line = next((l for l in result.output.splitlines() if "TAMPERING" in l.upper()), None)
-        assert line is not None, result.output
-        assert tenant in line
-        if bad_seq is not None:
-            assert re.search(rf"\bseq {bad_seq}\b", line), line
-        if memory_id is not None:
-            assert memory_id in line, line
+        lines = [l for l in result.output.splitlines() if "TAMPERING" in l.upper()]
+        assert len(lines) == (2 if "--independent" in args else 1), result.output
+        for line in lines:
+            assert tenant in line
+            if bad_seq is not None:
+                assert re.search(rf"\bseq {bad_seq}\b", line), line
+            if memory_id is not None:
+                assert memory_id in line, line
 
 
 def assert_clean(database, **expected_entries):
@@ -362,33 +376,58 @@ def test_verify_with_tenant_context_cannot_look_at_other_tenants(chained):
 
 # -- revisions ---------------------------------------------------------------------------------
 
-def test_revisions_count_up_and_cannot_be_forged(database):
+FORGING_UPDATES = [
+    "update pymem.memories set content = 'v2' where id = 'r'",
+    "update pymem.memories set content = 'v3', revision = 99 where id = 'r'",
+    "update pymem.memories set content = 'v4', revision = 1, created_at = now() where id = 'r'",
+    "update pymem.memories set importance = 0.5 where id = 'r'",
+    "update pymem.memories set content_hash = '\\x00' where id = 'r'",
+]
+FORGING_INSERT = ("insert into pymem.memories (tenant_id, id, content, revision, created_at, content_hash)"
+                  " values ('acme', 'r', 'v1', 42, '2000-01-01', '\\xdeadbeef')")
+
+
+def test_the_app_login_cannot_name_bookkeeping_columns(database):
+    """revision, created_at, updated_at and content_hash are the database's: the app login holds no
+    INSERT or UPDATE privilege on them, so a statement that names one is refused outright."""
     with database.app() as conn:
-        set_ctx(conn, "acme")
-        conn.execute("insert into pymem.memories (tenant_id, id, content, revision, created_at, content_hash)"
-                     " values ('acme', 'r', 'v1', 42, '2000-01-01', '\\xdeadbeef')")
-        conn.commit()
-        set_ctx(conn, "acme")
-        first = conn.execute("select revision, created_at, updated_at, content_hash = pymem._content_hash(m)"
-                             " from pymem.memories m where id = 'r'").fetchone()
-        conn.commit()
-        # A caller may backdate created_at on insert (imports), but not forge revision or hash.
+        for sql in [FORGING_INSERT] + [u for u in FORGING_UPDATES if "revision" in u or "content_hash" in u
+                                       or "created_at" in u]:
+            set_ctx(conn, "acme")
+            with pytest.raises(pgerr.InsufficientPrivilege):
+                conn.execute(sql)
+            conn.rollback()
+    with database.admin() as conn:
+        assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 0
+        assert conn.execute("select count(*) from pymem.ledger").fetchone()[0] == 0
+
+
+def test_revisions_count_up_and_cannot_be_forged(database):
+    """Whoever may name them (a superuser here), the triggers set them: the revision counts up,
+    created_at is the database's time, and the hash is recomputed."""
+    with database.admin() as conn:
+        with conn.transaction():
+            set_ctx(conn, "acme")
+            conn.execute(FORGING_INSERT)
+            started = conn.execute("select now()").fetchone()[0]
+        with conn.transaction():
+            set_ctx(conn, "acme")
+            first = conn.execute("select revision, created_at, updated_at, content_hash = pymem._content_hash(m)"
+                                 " from pymem.memories m where id = 'r'").fetchone()
+        # Neither a backdated created_at nor a revision or hash is taken from the statement.
         assert first[0] == 1 and first[3] is True
+        assert first[1] == started
 
         seen = [1]
-        for i, sql in enumerate([
-            "update pymem.memories set content = 'v2' where id = 'r'",
-            "update pymem.memories set content = 'v3', revision = 99 where id = 'r'",
-            "update pymem.memories set content = 'v4', revision = 1, created_at = now() where id = 'r'",
-            "update pymem.memories set importance = 0.5 where id = 'r'",
-            "update pymem.memories set content_hash = '\\x00' where id = 'r'",
-        ]):
-            set_ctx(conn, "acme")
-            conn.execute(sql)
-            rev, created, updated, hash_ok = conn.execute(
-                "select revision, created_at, updated_at, content_hash = pymem._content_hash(m)"
-                " from pymem.memories m where id = 'r'").fetchone()
-            conn.commit()
+        for sql in FORGING_UPDATES:
+            with conn.transaction():
+                set_ctx(conn, "acme")
+                conn.execute(sql)
+            with conn.transaction():
+                set_ctx(conn, "acme")
+                rev, created, updated, hash_ok = conn.execute(
+                    "select revision, created_at, updated_at, content_hash = pymem._content_hash(m)"
+                    " from pymem.memories m where id = 'r'").fetchone()
             seen.append(rev)
             assert created == first[1], "created_at must be kept across updates"
             assert updated >= first[2]

@@ -171,10 +171,9 @@ def test_db_set_context_translates_sql_refusals(database):
 
 
 def test_bound_login_context_refusal_is_access_denied(database):
-    from conftest import APP_LOGIN
+    from conftest import APP_LOGIN, bind_login
 
-    with database.admin() as admin:
-        admin.execute("insert into pymem.adapter_bindings (role_name, adapter) values (%s, 'codex')", (APP_LOGIN,))
+    bind_login(database, APP_LOGIN, adapter="codex", tenants=["acme"])
     with database.app() as conn:
         with pytest.raises(AccessDenied):
             db.set_context(conn, Context(tenant="acme", adapter="claude"))

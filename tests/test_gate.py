@@ -134,8 +134,9 @@ def test_the_adapter_comes_from_the_context(store, database):
 
 def test_a_bound_login_is_tagged_whatever_it_claims(database, store):
     """An agent login bound to its adapter cannot act as the operator, so it cannot write untagged."""
-    with database.admin() as conn:
-        conn.execute("insert into pymem.adapter_bindings (role_name, adapter) values ('pymem_test_app', 'codex')")
+    from conftest import APP_LOGIN, bind_login
+
+    bind_login(database, APP_LOGIN, adapter="codex", tenants=["acme"])
     operator = store.bind(Context(tenant="acme"))
     with pytest.raises(Exception, match="bound to adapter codex"):
         admit(operator, "Dave likes jazz", Provenance("user_asserted"), policy=POLICY, embedder=EMBEDDER)
@@ -347,7 +348,9 @@ def test_record_refusal_checks_its_arguments(database):
     assert (s, actor, adapter) == (1, "u1", "codex")
     assert details == {"decision": "refused", "action_class": "memory.persist", "tool": "memory.write:crm",
                        "origin": "user_asserted", "adapter": "codex", "reason": GOOD[2], "signature": GOOD[3],
-                       "args_digest": GOOD[4], "policy_fingerprint": GOOD[5]}
+                       "args_digest": GOOD[4], "policy_fingerprint": GOOD[5],
+                       # who may read the event: the refused write's context scope and adapter
+                       "scope": {}, "source_adapter": "codex"}
 
 
 def test_record_refusal_without_source_and_for_the_context_tenant_only(database):

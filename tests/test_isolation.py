@@ -43,6 +43,11 @@ def seed(database, tenant, mid, *, scope=None, adapter=None, content="x"):
         conn.commit()
 
 
+def delete(conn, *ids) -> int:
+    """Delete through pymem.delete_memories (logins hold no DELETE privilege); how many went."""
+    return conn.execute("select count(*) from pymem.delete_memories(%s)", (list(ids),)).fetchone()[0]
+
+
 def visible_ids(conn, **ctx) -> set[str]:
     with conn.transaction():
         if ctx:
@@ -124,8 +129,8 @@ def test_cross_tenant_update_and_delete_affect_nothing(two_tenants):
         set_ctx(conn, "acme")
         assert conn.execute("update pymem.memories set content = 'pwned' where tenant_id = 'globex'").rowcount == 0
         assert conn.execute("update pymem.memories set content = 'pwned' where id = 'g1'").rowcount == 0
-        assert conn.execute("delete from pymem.memories where tenant_id = 'globex'").rowcount == 0
-        assert conn.execute("delete from pymem.memories where id = 'g1'").rowcount == 0
+        assert delete(conn, "g1") == 0
+        refused(conn, "delete from pymem.memories where id = 'g1'")  # no DELETE privilege at all
         # Moving an own row into the other tenant is refused (policy WITH CHECK, and the key trigger).
         with pytest.raises((RLS_REFUSED, pgerr.InvalidParameterValue)):
             with conn.transaction():
@@ -172,7 +177,7 @@ def test_write_outside_context_scope_refused(database):
         refused(conn, "insert into pymem.memories (tenant_id, id, scope) values ('acme', 'x', '{}')")
         # Out-of-scope rows cannot be changed or deleted.
         assert conn.execute("update pymem.memories set content = 'y' where id = 'pb'").rowcount == 0
-        assert conn.execute("delete from pymem.memories where id = 'pb'").rowcount == 0
+        assert delete(conn, "pb") == 0
         # An in-scope row cannot be moved out of the scope.
         insert(conn, "acme", "pa", scope={"project": "a", "user": "u"})
         refused(conn, "update pymem.memories set scope = '{\"project\": \"b\"}' where id = 'pa'")
@@ -224,14 +229,14 @@ def test_adapter_updates_and_deletes_only_its_own_rows(database):
         # It cannot hand its row to another adapter or make it untagged (trusted).
         refused(conn, "update pymem.memories set source_adapter = 'claude' where id = 'cx'")
         refused(conn, "update pymem.memories set source_adapter = null where id = 'cx'")
-        assert conn.execute("delete from pymem.memories where id in ('op', 'cl')").rowcount == 0
+        assert delete(conn, "op", "cl") == 0
         conn.commit()
     assert admin_rows(database, "select id, content from pymem.memories order by id") == [
         ("cl", "x"), ("cx", "by codex"), ("op", "x")]
 
     with database.app() as conn:
         set_ctx(conn, "acme", adapter="codex")
-        assert conn.execute("delete from pymem.memories").rowcount == 1
+        assert delete(conn, "op", "cx", "cl") == 1
         conn.commit()
         # The operator may change any row of the tenant, and the changed row then carries its
         # (NULL) tag: keeping another adapter's tag is refused, taking the row over is allowed.
@@ -245,7 +250,7 @@ def test_adapter_updates_and_deletes_only_its_own_rows(database):
         ("cl", "op edit", None), ("op", "op", None)]
     with database.app() as conn:
         set_ctx(conn, "acme")
-        assert conn.execute("delete from pymem.memories").rowcount == 2  # ... and delete any row
+        assert delete(conn, "op", "cl") == 2  # ... and delete any row
         conn.commit()
     assert admin_rows(database) == []
 
@@ -297,7 +302,7 @@ def test_no_context_fails_closed(two_tenants):
         assert conn.execute("select count(*) from pymem.chain_heads").fetchone()[0] == 0
         refused(conn, "insert into pymem.memories (tenant_id, id) values ('acme', 'x')")
         assert conn.execute("update pymem.memories set content = 'y'").rowcount == 0
-        assert conn.execute("delete from pymem.memories").rowcount == 0
+        assert delete(conn, "a1", "a2", "g1") == 0
         # Verifying every tenant needs the auditor role.
         refused(conn, "select * from pymem.verify_chain()")
         conn.commit()
@@ -323,7 +328,7 @@ def test_empty_string_context_after_commit_fails_closed(two_tenants):
         refused(conn, "insert into pymem.memories (tenant_id, id) values ('acme', 'x')")
         refused(conn, "insert into pymem.memories (tenant_id, id) values ('', 'x')", exc=psycopg.Error)
         assert conn.execute("update pymem.memories set content = 'y'").rowcount == 0
-        assert conn.execute("delete from pymem.memories").rowcount == 0
+        assert delete(conn, "a1", "a2", "g1") == 0
         conn.commit()
     assert counts(two_tenants) == before
 
@@ -342,10 +347,9 @@ def test_context_does_not_survive_rollback_or_pool_reuse(store, database):
 # -- adapter bindings --------------------------------------------------------------------------
 
 def test_adapter_binding_pins_the_login(database, store):
-    from conftest import APP_LOGIN
+    from conftest import APP_LOGIN, bind_login
 
-    with database.admin() as admin:
-        admin.execute("insert into pymem.adapter_bindings (role_name, adapter) values (%s, 'codex')", (APP_LOGIN,))
+    bind_login(database, APP_LOGIN, adapter="codex", tenants=["acme"])
     with database.app() as conn:
         with pytest.raises(pgerr.InsufficientPrivilege):
             set_ctx(conn, "acme", adapter="claude")
@@ -370,8 +374,9 @@ def test_adapter_binding_pins_the_login(database, store):
         conn.rollback()
 
         # The login cannot remove its own binding.
-        refused(conn, "delete from pymem.adapter_bindings")
-        refused(conn, "update pymem.adapter_bindings set adapter = 'claude'")
+        refused(conn, "delete from pymem.login_bindings")
+        refused(conn, "update pymem.login_bindings set adapter = 'claude'")
+        refused(conn, "insert into pymem.login_bindings (role_name, adapter, all_tenants) values (current_user, 'x', true)")
         conn.rollback()
 
     # The Python path: an operator context on a bound login is refused as a context error / denial.

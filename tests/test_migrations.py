@@ -400,3 +400,32 @@ def test_every_revision_applies_its_own_numbered_sql_file():
     assert sorted(applied.values()) == sql_files, "every SQL migration is applied by the revision of its number"
     numbers = [int(n[:4]) for n in sql_files]
     assert numbers == list(range(1, len(numbers) + 1)), f"SQL migrations are numbered 0001, 0002, ...: {sql_files}"
+
+
+def test_upgrading_a_store_with_data_and_bindings_from_0001(server_dsn, template_db):
+    """0001 -> head on a store in use: data, chain and idempotency keys survive; a login bound by
+    the old adapter-only table keeps its adapter and may act in no tenant until one is named."""
+    from conftest import AGENT_LOGIN
+
+    with empty_databases(server_dsn) as (dsn,):
+        migrate.upgrade(dsn, embedding_dim=DIM, revision="0001")
+        with psycopg.connect(dsn) as conn:
+            conn.execute("select pymem.set_context('acme')")
+            conn.execute("insert into pymem.memories (tenant_id, id, content) values ('acme', 'm1', 'x')")
+            conn.execute("insert into pymem.idempotency_keys (tenant_id, verb, actor, key, digest, result, expires_at)"
+                         " values ('acme', 'upsert_many', '', 'k1', 'd', '{}', now() + interval '1 day')")
+            conn.execute("insert into pymem.adapter_bindings (role_name, adapter) values (%s, 'codex')", (AGENT_LOGIN,))
+            conn.commit()
+        migrate.upgrade(dsn, embedding_dim=DIM)
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute("select count(*), min(problem) from pymem.verify_chain()").fetchone() == (1, None)
+            assert conn.execute("select adapter, key from pymem.idempotency_keys").fetchall() == [("", "k1")]
+            assert conn.execute("select role_name, adapter, tenants, all_tenants from pymem.login_bindings").fetchall() \
+                == [(AGENT_LOGIN, "codex", [], False)]
+            assert conn.execute("select event, role_name from pymem.binding_log").fetchall() == [
+                ("login.bound", AGENT_LOGIN)]
+            assert conn.execute("select to_regclass('pymem.adapter_bindings')").fetchone()[0] is None
+        agent = with_user(server_dsn, AGENT_LOGIN, database=urlsplit(dsn).path.lstrip("/"), password=PASSWORD)
+        with psycopg.connect(agent) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not bound to tenant acme"):
+                conn.execute("select pymem.set_context('acme', null, 'codex')")

@@ -52,7 +52,7 @@ APP_FORBIDDEN = [
      "insert into pymem.ledger (tenant_id, seq, event, occurred_at, prev_hash, chain_hash)"
      " values ('acme', 100, 'memory.insert', now(), '\\x00', '\\x00')"),
     ("call _append_events",
-     "select pymem._append_events(array[row('acme', 'memory.insert', 'forged', 1, '\\x00'::bytea, 1)"
+     "select pymem._append_events(array[row('acme', 'memory.insert', 'forged', 1, '\\x00'::bytea, 1, '{}'::jsonb)"
      "::pymem._pending_event])"),
     ("call _memories_chain", "select pymem._memories_chain()"),
     # chain heads
@@ -78,7 +78,10 @@ APP_FORBIDDEN = [
     # roles and settings that would switch the guards off
     ("set role owner", "set role pymem_owner"),
     ("replica mode", "set session_replication_role = replica"),
-    ("bind adapter", "insert into pymem.adapter_bindings (role_name, adapter) values ('x', 'y')"),
+    ("bind adapter", "insert into pymem.login_bindings (role_name, adapter, all_tenants) values ('x', 'y', true)"),
+    ("unbind", "delete from pymem.login_bindings"),
+    ("read bindings", "select * from pymem.login_bindings"),
+    ("binding log", "delete from pymem.binding_log"),
     ("store_info", "update pymem.store_info set embedding_dim = 3"),
 ]
 
@@ -162,8 +165,9 @@ def test_auditor_reads_every_ledger_but_nothing_else(seeded):
             " values ('acme', 100, 'memory.insert', now(), '\\x00', '\\x00')",
             "update pymem.chain_heads set seq = 0",
             "delete from pymem.chain_heads",
-            "insert into pymem.adapter_bindings (role_name, adapter) values ('x', 'y')",
-            "select pymem._append_events(array[row('acme', 'memory.insert', 'x', 1, '\\x00'::bytea, 1)"
+            "insert into pymem.login_bindings (role_name, adapter, all_tenants) values ('x', 'y', true)",
+            "delete from pymem.binding_log",
+            "select pymem._append_events(array[row('acme', 'memory.insert', 'x', 1, '\\x00'::bytea, 1, '{}'::jsonb)"
             "::pymem._pending_event])",
             "alter table pymem.ledger disable trigger ledger_no_update_delete",
             "create table pymem.sneaky (x int)",
@@ -198,7 +202,8 @@ def test_superuser_cannot_update_or_delete_the_ledger(seeded, replica):
 
 
 # SECURITY DEFINER functions run with the owner's rights: the app may call only these.
-APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal"}
+APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "purge_idempotency_keys",
+                       "_login_binding"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):
@@ -215,7 +220,7 @@ def test_definer_functions_the_app_and_auditor_may_call(database):
     app_callable = {name for name, app, _, _ in rows if app}
     assert app_callable <= APP_DEFINER_ALLOWED, app_callable - APP_DEFINER_ALLOWED
     auditor_callable = {name for name, _, aud, _ in rows if aud}
-    assert auditor_callable <= {"verify_chain"}, auditor_callable
+    assert auditor_callable <= {"verify_chain", "_login_binding"}, auditor_callable
     for name, _, _, config in rows:
         # A definer function must pin its search_path, or a caller could shadow what it calls.
         assert config and any(c.startswith("search_path=") for c in config), name

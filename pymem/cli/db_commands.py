@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..config import Settings
-from .common import echo_json, handle_errors, json_option
+from .common import PymemCommandError, echo_json, handle_errors, json_option
 
 
 @click.group()
@@ -85,6 +85,93 @@ def stop() -> None:
         click.echo(f"stopped the embedded Postgres in {settings.home}")
     else:
         click.echo(f"no embedded Postgres is running in {settings.home}")
+
+
+def _admin_connection():
+    """The administrative connection (PYMEM_ADMIN_DSN, else PYMEM_DSN, else the embedded server)."""
+    from .. import db as database
+    from ..store import resolve
+
+    ends = resolve(Settings.from_env())
+    return database.connect(ends.admin, role=None)
+
+
+def _print_binding(b) -> None:
+    tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants) or "no tenant"
+    scope = ", ".join(f"{k}={v}" for k, v in b.scope.items()) or "whole tenant"
+    click.echo(f"{b.role}: adapter {b.adapter}; tenants: {tenants}; scope: {scope}")
+
+
+@db.command("bind-login")
+@click.argument("role")
+@click.option("--adapter", required=True, help="The adapter every write of the login is tagged with.")
+@click.option("--tenant", "tenants", multiple=True, metavar="T",
+              help="A tenant the login may act in (repeatable; at least one unless --all-tenants).")
+@click.option("--all-tenants", is_flag=True, help="Let the login act in every tenant (an explicit opt-in).")
+@click.option("--scope", "scope_pairs", multiple=True, metavar="AXIS=VALUE",
+              help="Confine the login to this scope axis (repeatable).")
+@json_option
+@handle_errors
+def bind_login_command(role: str, adapter: str, tenants: tuple[str, ...], all_tenants: bool,
+                       scope_pairs: tuple[str, ...], as_json: bool) -> None:
+    """Bind a database login (or a group role: every member) to an adapter, tenants and a scope.
+
+    The login then always writes as ADAPTER, can act only in the named tenants and only inside
+    the scope; nothing its connection sets can widen that. Replaces an existing binding of ROLE.
+    Uses the administrative connection; the change is recorded in pymem.binding_log.
+
+    Example: pymem db bind-login agent_codex --adapter codex --tenant acme --scope project=billing
+    """
+    from ..bindings import bind_login
+    from ..context import parse_scope_pairs
+
+    with _admin_connection() as conn:
+        binding = bind_login(conn, role, adapter=adapter, tenants=list(tenants) or None,
+                             all_tenants=all_tenants, scope=parse_scope_pairs(scope_pairs))
+    if as_json:
+        echo_json(binding.to_json())
+    else:
+        _print_binding(binding)
+
+
+@db.command("unbind-login")
+@click.argument("role")
+@handle_errors
+def unbind_login_command(role: str) -> None:
+    """Remove a login's binding: it is an operator (untagged writes, any tenant) again.
+
+    Exit 1 when ROLE had no binding. The change is recorded in pymem.binding_log.
+
+    Example: pymem db unbind-login agent_codex
+    """
+    from ..bindings import unbind_login
+
+    with _admin_connection() as conn:
+        removed = unbind_login(conn, role)
+    if not removed:
+        raise PymemCommandError(f"{role} has no binding", exit_code=1)
+    click.echo(f"unbound {role}")
+
+
+@db.command("bindings")
+@json_option
+@handle_errors
+def bindings_command(as_json: bool) -> None:
+    """List the login bindings: role, adapter, tenants and scope.
+
+    Example: pymem db bindings --json
+    """
+    from ..bindings import list_bindings
+
+    with _admin_connection() as conn:
+        rows = list_bindings(conn)
+    if as_json:
+        echo_json([b.to_json() for b in rows])
+    elif not rows:
+        click.echo("(no bindings: every login is an operator)")
+    else:
+        for b in rows:
+            _print_binding(b)
 
 
 def register(main: click.Group) -> None:

@@ -3,7 +3,7 @@ refusal audit on the command line.
 
 Identity comes from the context options (--tenant/--actor/--adapter/--scope or PYMEM_TENANT,
 PYMEM_ACTOR, PYMEM_ADAPTER, PYMEM_SCOPE): a row written here is tagged with the context's adapter
-(and a login bound in pymem.adapter_bindings is tagged with its own, whatever it passes).
+(and a login bound in pymem.login_bindings is tagged with its own, whatever it passes).
 """
 
 from __future__ import annotations
