@@ -13,7 +13,7 @@ from .errors import (
     SchemaError,
     ServerError,
 )
-from .store import Memories, Store
+from .storage.store import Memories, Store
 
 __all__ = [
     "Context", "Store", "Memories",

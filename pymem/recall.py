@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import psycopg
 
-from . import search as _search
-from .admission import rejudge
+from .storage import search as _search
+from .admission.judge import rejudge
 from .embedder import Embedder, check_dimension, get_embedder
 from .errors import InvalidArguments
-from .policy import AdmissionPolicy
-from .trust import AdapterTrustPolicy, active_trust_policy
+from .admission.policy import AdmissionPolicy
+from .admission.trust import AdapterTrustPolicy, active_trust_policy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .store import Memories
+    from .storage.store import Memories
 
 __all__ = ["recall", "RecallResult", "RecalledMemory", "WithheldMemory", "candidate_count", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]

@@ -13,34 +13,16 @@ import os
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit, quote
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 
 from pymem import migrate
-from pymem.config import Settings
-from pymem.store import Endpoints, Store
+from helpers.database import APP_LOGIN, AUDITOR_LOGIN, DIM, PASSWORD, TestDatabase, with_user
 
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-
-DIM = 384
-APP_LOGIN = "pymem_test_app"
-AUDITOR_LOGIN = "pymem_test_auditor"
-PASSWORD = "pymem-test"
-
-
-def with_user(dsn: str, user: str, database: str | None = None, password: str | None = None) -> str:
-    """The same server as `dsn`, logging in as `user` (and to `database`)."""
-    parts = urlsplit(dsn)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    auth = quote(user) + (":" + quote(password) if password else "")
-    path = "/" + database if database else parts.path
-    return urlunsplit((parts.scheme, f"{auth}@{host}", path, parts.query, ""))
 
 
 @pytest.fixture(scope="session")
@@ -81,32 +63,6 @@ def template_db(server_dsn):
     yield name
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'drop database if exists "{name}" with (force)')
-
-
-@dataclass
-class TestDatabase:
-    __test__ = False  # a fixture value, not a test class
-
-    name: str
-    admin_dsn: str
-    app_dsn: str
-    auditor_dsn: str
-
-    def settings(self, **overrides) -> Settings:
-        values = dict(dsn=self.app_dsn, admin_dsn=self.admin_dsn, embedding_dim=DIM)
-        values.update(overrides)
-        return Settings(**values)
-
-    def store(self, **overrides) -> Store:
-        settings = self.settings(**overrides)
-        return Store(Endpoints(app=settings.dsn, admin=settings.admin_dsn), settings)
-
-    def admin(self) -> psycopg.Connection:
-        return psycopg.connect(self.admin_dsn, autocommit=True)
-
-    def app(self, autocommit: bool = False) -> psycopg.Connection:
-        """A raw connection logged in as a member of pymem_app (never a superuser)."""
-        return psycopg.connect(self.app_dsn, autocommit=autocommit)
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 def open_store():
     """Open the store from the environment (embedded when PYMEM_DSN is unset)."""
-    from ..store import Store
+    from ..storage.store import Store
 
     try:
         return Store.open(Settings.from_env())

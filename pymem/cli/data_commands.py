@@ -48,7 +48,7 @@ def import_command(file: Path, batch_size: int, ctx: Context, as_json: bool) -> 
 
     Example: pymem import --tenant acme memories.jsonl
     """
-    from ..transfer import check_file, import_file
+    from ..storage.transfer import check_file, import_file
 
     with open_store() as store:
         mem = store.bind(ctx)
@@ -78,7 +78,7 @@ def export_command(output: Path | None, ctx: Context) -> None:
 
     Example: pymem export --tenant acme --output memories.jsonl
     """
-    from ..transfer import export_records
+    from ..storage.transfer import export_records
 
     with open_store() as store:
         mem = store.bind(ctx)

@@ -33,7 +33,7 @@ def upgrade(offline: bool, revision: str) -> None:
         click.echo(migrate.upgrade_sql(embedding_dim=settings.embedding_dim, revision=revision), nl=False)
         return
     from .. import embedded
-    from ..store import resolve
+    from ..storage.store import resolve
 
     ends = resolve(settings, migrate_embedded=False)
     migrate.upgrade(ends.admin, embedding_dim=settings.embedding_dim, revision=revision)
@@ -50,7 +50,7 @@ def status(as_json: bool) -> None:
 
     Example: pymem db status --json
     """
-    from ..status import database_status
+    from ..storage.status import database_status
 
     st = database_status(Settings.from_env())
     if as_json:

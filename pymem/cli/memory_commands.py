@@ -16,7 +16,7 @@ import click
 
 from ..context import Context
 from ..errors import InvalidArguments, MemoryAdmissionError, PymemError
-from ..provenance import Origin, Provenance
+from ..admission.provenance import Origin, Provenance
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])
@@ -91,7 +91,7 @@ def _parse_line(raw: str, default_origin: str | None) -> tuple[dict[str, Any], P
 
 
 def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_json: bool) -> None:
-    from ..gate import admit
+    from ..admission.gate import admit
 
     # Check every line first: a malformed line stops the run before anything is written.
     parsed: list[tuple[int, dict[str, Any], Provenance]] = []
@@ -179,7 +179,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
 
     Example: pymem remember --origin user_asserted "Prefers EUR invoices"
     """
-    from ..gate import admit
+    from ..admission.gate import admit
 
     if file is not None:
         if text is not None:
@@ -282,7 +282,7 @@ def audit_refusals(since: str | None, limit: int, ctx: Context, as_json: bool) -
 
     Example: pymem audit refusals --tenant acme --since 2026-01-01T00:00:00Z
     """
-    from ..audit import refusals
+    from ..integrity.audit import refusals
 
     with open_store() as store:
         rows = refusals(store.bind(ctx), since=since, limit=limit)
@@ -304,7 +304,7 @@ def audit_history(memory_id: str, ctx: Context, as_json: bool) -> None:
 
     Example: pymem audit history --tenant acme fav-colour
     """
-    from ..audit import history
+    from ..integrity.audit import history
 
     with open_store() as store:
         rows = history(store.bind(ctx), memory_id)

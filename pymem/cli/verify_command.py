@@ -22,7 +22,7 @@ def verify(tenant: str | None, as_json: bool) -> None:
     Example: pymem verify --tenant acme
     """
     from ..errors import PymemError
-    from ..verify import verify_store
+    from ..integrity.verify import verify_store
 
     try:
         with open_store() as store:

@@ -1,0 +1,1 @@
+"""Integrity: reading the ledger's audit trail and verifying the hash chain."""
