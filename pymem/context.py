@@ -11,8 +11,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from .errors import ContextError
-
-MAX_NAME = 200
+from .vocabulary import MAX_NAME
 
 
 def _name(value: object, what: str, *, required: bool) -> str | None:

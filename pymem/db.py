@@ -13,9 +13,11 @@ from typing import Iterator
 
 import psycopg
 from psycopg import errors as pgerr
+from psycopg import sql
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from . import queries
 from .context import Context
 from .errors import AccessDenied, ContextError, InvalidArguments, PymemError, ServerError
 
@@ -25,17 +27,14 @@ AUDITOR_ROLE = "pymem_auditor"
 
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
     # An administrative connection may reach a database pgvector is not installed in yet.
-    if conn.execute("select to_regtype('vector') is not null").fetchone()[0]:
+    if conn.execute(queries.query("vector_type_exists")).fetchone()[0]:
         register_vector(conn)
     if role is None:  # an administrative connection: keep the login's own rights
         conn.commit()
         return
-    row = conn.execute(
-        "select r.rolsuper or r.rolbypassrls, current_user = %s from pg_roles r where r.rolname = current_user",
-        (role,),
-    ).fetchone()
+    row = conn.execute(queries.query("login_needs_app_role"), (role,)).fetchone()
     if row and row[0] and not row[1]:
-        conn.execute(f"set role {role}")
+        conn.execute(queries.template("set_role", role=sql.Identifier(role)))
     conn.commit()
 
 
@@ -66,7 +65,7 @@ def make_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPo
 def set_context(conn: psycopg.Connection, ctx: Context) -> None:
     """Put the context into the current transaction (transaction-local settings)."""
     with translate_errors():
-        conn.execute("select pymem.set_context(%s, %s, %s, %s, %s)", ctx.params())
+        conn.execute(queries.query("set_context"), ctx.params())
 
 
 @contextmanager

@@ -4,7 +4,7 @@
 (pymem.admission.judge), and then either
 
 * refuses it: the refusal is first chained into the tenant's ledger and COMMITTED, on a pooled
-  connection and in a transaction of its own (pymem.audit.record_refusal), and only then is
+  connection and in a transaction of its own (pymem.admission.refusals), and only then is
   `MemoryAdmissionError(reason, signature=..., audit_seq=...)` raised. A caller that swallows the
   exception, or rolls back its own transaction (even one it passed in as `conn=`), cannot erase
   the evidence. The event holds a digest of the arguments, never the content.
@@ -35,46 +35,27 @@ import psycopg
 from psycopg import errors as pgerr
 from psycopg.pq import TransactionStatus
 
-from ..integrity import audit
 from .judge import Decision, admitted_record, digest_of_arguments, judge
+from .. import queries
 from ..embedder import Embedder, check_dimension, get_embedder
 from ..errors import InvalidArguments, MemoryAdmissionError
 from .policy import AdmissionPolicy
 from .provenance import Provenance
+from .refusals import record_refusal
+from ..storage.chunks import first_present
 from ..storage.validate import check_id
+from ..vocabulary import CONTENT_KEYS, ID_KEYS, VECTOR_KEYS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..storage.store import Memories, Store
+    from ..storage.memories import Memories
+    from ..storage.store import Store
 
 __all__ = ["admit", "WriteGate", "bind_provenance", "NOT_AUDITED"]
 
 log = logging.getLogger(__name__)
 
-ID_KEYS = ("id", "chunk_id", "memory_id")
-CONTENT_KEYS = ("content", "distillate", "text")
-VECTOR_KEYS = ("embedding", "vector")
 NOT_AUDITED = ("not audited: the caller's transaction already holds this tenant's chain lock, so no "
                "independent transaction could record the refusal first")
-
-# Does the transaction on this connection hold the tenant's chain-head row (it inserted or
-# updated it, possibly in a savepoint)? Run on that connection: a head version it can see whose
-# xmin is still in progress can only be its own (another transaction's uncommitted row is
-# invisible). xmin is a 32-bit xid, widened to xid8 against this transaction's own id (a row it
-# wrote is never older); ids at or past the snapshot's xmax (repeatable read) are its own too.
-_HOLDS_CHAIN_LOCK = """
-with me as (
-  select pg_catalog.pg_current_xact_id_if_assigned()::text::bigint as top,
-         pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint as next),
-ahead as (
-  select me.top, me.next, (h.xmin::text::bigint - (me.top & 4294967295)) & 4294967295 as distance
-    from me, pymem.chain_heads h
-   where h.tenant_id = %s and me.top is not null)
-select coalesce(bool_or(case when a.top + a.distance >= a.next then true
-                             else pg_catalog.pg_xact_status((a.top + a.distance)::text::xid8) = 'in progress' end),
-                false)
-  from ahead a
- where a.distance < 2147483648
-"""
 
 
 def bind_provenance(provenance: Provenance | Mapping[str, Any], adapter: str | None) -> Provenance:
@@ -102,18 +83,12 @@ def _as_record(record: Any) -> Mapping[str, Any]:
     return record
 
 
-def _first(record: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
-    for key in keys:
-        if record.get(key) is not None:
-            return record[key]
-    return None
-
-
 def _holds_chain_lock(memories: "Memories", conn: psycopg.Connection) -> bool:
     if conn.info.transaction_status != TransactionStatus.INTRANS:
         return False  # idle: no locks; failed: cannot ask (the audit's lock timeout bounds the wait)
     with memories.store.transaction(memories.ctx, conn) as c:
-        return bool(c.execute(_HOLDS_CHAIN_LOCK, (memories.ctx.tenant,)).fetchone()[0])
+        # pymem.holds_chain_lock (sql/schema.sql) tells from the head row's xmin, on this connection.
+        return bool(c.execute(queries.query("holds_chain_lock"), (memories.ctx.tenant,)).fetchone()[0])
 
 
 def _refuse(memories: "Memories", decision: Decision, provenance: Provenance, digest: str,
@@ -125,7 +100,7 @@ def _refuse(memories: "Memories", decision: Decision, provenance: Provenance, di
                     memories.ctx.tenant, provenance.origin.value, decision.signature, digest)
         return MemoryAdmissionError(f"{decision.reason}; {NOT_AUDITED}", signature=decision.signature,
                                     audit_seq=None)
-    seq = audit.record_refusal(
+    seq = record_refusal(
         memories.store, memories.ctx, origin=provenance.origin.value, source=provenance.source,
         reason=decision.reason, signature=decision.signature, digest=digest,
         policy_fingerprint=decision.policy_fingerprint)
@@ -169,13 +144,13 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
         raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
 
     out = admitted_record(record, provenance, policy)
-    vector = _first(out, VECTOR_KEYS)
+    vector = first_present(out, VECTOR_KEYS)
     for key in VECTOR_KEYS:
         out.pop(key, None)
-    raw_id = _first(out, ID_KEYS)
+    raw_id = first_present(out, ID_KEYS)
     memory_id = check_id(raw_id) if raw_id is not None else str(uuid.uuid4())
     out["id"] = memory_id
-    content = _first(out, CONTENT_KEYS)
+    content = first_present(out, CONTENT_KEYS)
     if content is not None and not isinstance(content, str):
         raise InvalidArguments("content must be a string")
     if vector is None:

@@ -24,16 +24,16 @@ import copy
 import datetime as _dt
 import decimal
 import hashlib
-import json
 import math
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .signatures import instruction_shaped
+from .scanning import instruction_shaped
 from ..errors import InvalidArguments, MemoryAdmissionError
 from .policy import AdmissionPolicy
 from .provenance import Origin, Provenance
+from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS, canonical_json as _canonical_json
 
 __all__ = [
     "Decision",
@@ -46,10 +46,8 @@ __all__ = [
 ]
 
 #: Keys `admitted_record` owns in the returned record. `injection_source` is also a top-level
-#: record key because the storage contract (pymem.records) reads it there.
+#: record key because the storage contract (pymem.storage.chunks) reads it there.
 _BOOKKEEPING_KEYS = ("provenance", "origin", "confidence", "policy_fingerprint", "injection_source")
-#: Where the storage contract looks for a record's text, in order (see pymem.records).
-_CONTENT_KEYS = ("content", "distillate", "text")
 #: Longest guard reason kept in a Decision (guards are third-party code with chatty messages).
 GUARD_REASON_MAX = 200
 
@@ -209,11 +207,10 @@ def _json_default(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """sort_keys, compact separators, ensure_ascii=False, no NaN/Infinity."""
+    """The canonical JSON (pymem.vocabulary) of arguments to digest, with the few non-JSON types
+    records plausibly contain converted deterministically."""
     try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_json_default
-        )
+        return _canonical_json(value, default=_json_default)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, InvalidArguments):
             raise
@@ -239,10 +236,10 @@ def digest_of_arguments(record: Mapping[str, Any], provenance: Provenance | Mapp
 def _recall_text(record: Mapping[str, Any]) -> str:
     """The text a guard should see: the record's text (content, else distillate, else text)
     if it is a string, else the record without bookkeeping keys and vectors, as canonical JSON."""
-    for key in _CONTENT_KEYS:
+    for key in CONTENT_KEYS:
         if isinstance(record.get(key), str):
             return record[key]
-    rest = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS and k not in ("embedding", "vector")}
+    rest = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS and k not in VECTOR_KEYS}
     try:
         return canonical_json(rest)
     except InvalidArguments:

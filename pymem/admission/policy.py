@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..errors import InvalidArguments
-from .provenance import Origin
+from ..vocabulary import Origin, canonical_json
 
 __all__ = [
     "OriginRule",
@@ -283,11 +283,10 @@ class AdmissionPolicy:
     def fingerprint(self) -> str:
         """"ap1:" + 16 hex chars of sha256 over the canonical JSON of the rules.
 
-        Stable across processes and Python versions: the JSON is key-sorted with fixed
-        separators and floats render with `repr`, which round-trips exactly.
+        Stable across processes and Python versions: the canonical JSON (pymem.vocabulary) is
+        key-sorted with fixed separators, and floats render with `repr`, which round-trips exactly.
         """
-        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        return "ap1:" + hashlib.sha256(canonical.encode("ascii")).hexdigest()[:16]
+        return "ap1:" + hashlib.sha256(canonical_json(self.to_json()).encode("utf-8")).hexdigest()[:16]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AdmissionPolicy):

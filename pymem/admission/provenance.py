@@ -14,35 +14,16 @@ cannot have one) is worse than none, because it looks like a claim that was chec
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from enum import StrEnum
 from typing import Any, Mapping
 
 from ..errors import InvalidArguments
+from ..vocabulary import Origin
 
 __all__ = ["Origin", "Provenance", "MAX_FIELD_LENGTH"]
 
 #: Longest accepted provenance string. Provenance is metadata, not content; anything longer is
 #: almost certainly content smuggled into a metadata field.
 MAX_FIELD_LENGTH = 4096
-
-
-class Origin(StrEnum):
-    """How a memory came to be believed. The values are stored in the database as-is."""
-
-    USER_ASSERTED = "user_asserted"
-    """The user said it, directly, in the conversation."""
-    OPERATOR = "operator"
-    """The deployment's operator wrote it (configuration, seeded facts)."""
-    MODEL_INFERRED = "model_inferred"
-    """The model concluded it; plausible, never certain."""
-    TOOL_OUTPUT = "tool_output"
-    """A tool returned it; only as good as the citation that lets someone check it."""
-    RETRIEVED_CONTENT = "retrieved_content"
-    """Text fetched from outside (web pages, documents, e-mails): the classic poisoning path."""
-    UNPROVEN = "unproven"
-    """Nobody can say where it came from."""
-    INJECTED_CONTEXT = "injected_context"
-    """Context a harness injected into the prompt; must name its injection source."""
 
 
 _STRING_FIELDS = ("run_id", "source", "session_id", "citation", "adapter", "injection_source")

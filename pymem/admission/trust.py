@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..errors import InvalidArguments
+from ..vocabulary import MAX_NAME
 
 __all__ = ["AdapterTrustPolicy", "active_trust_policy", "parse_bool"]
 
 _TRUE = frozenset({"1", "true", "yes", "on", "y", "t"})
 _FALSE = frozenset({"0", "false", "no", "off", "n", "f"})
-_MAX_ADAPTER_LEN = 100  # matches the schema's adapter_bindings check
 
 
 def parse_bool(name: str, raw: str) -> bool:
@@ -43,8 +43,8 @@ def _adapter_name(value: Any) -> str:
     name = value.strip()
     if not name:
         raise InvalidArguments("an adapter name must not be empty")
-    if "\x00" in name or len(name) > _MAX_ADAPTER_LEN:
-        raise InvalidArguments(f"an adapter name must be at most {_MAX_ADAPTER_LEN} characters, without NUL")
+    if "\x00" in name or len(name) > MAX_NAME:
+        raise InvalidArguments(f"an adapter name must be at most {MAX_NAME} characters, without NUL")
     return name
 
 
@@ -70,6 +70,18 @@ class AdapterTrustPolicy:
         if source_adapter is None:
             return self.trust_untagged
         return _adapter_name(source_adapter) in self.trusted_adapters
+
+    def verdict(self, source_adapter: Any) -> str | None:
+        """None when a row written by `source_adapter` is trusted, else why it is not. Never
+        raises: a row whose adapter this policy cannot judge (a name no context would accept,
+        written around the library) is withheld, not an error on the prompt path."""
+        try:
+            trusted = self.is_trusted(source_adapter)
+        except InvalidArguments:
+            return "untrusted: the row's adapter name cannot be judged"
+        if trusted:
+            return None
+        return f"untrusted adapter {source_adapter}" if source_adapter is not None else "untrusted: untagged row"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "AdapterTrustPolicy":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..config import Settings
+from .. import Settings, database_status, stop_embedded, upgrade_schema, upgrade_sql
 from .common import echo_json, handle_errors, json_option
 
 
@@ -26,20 +26,12 @@ def upgrade(offline: bool, revision: str) -> None:
 
     Example: pymem db upgrade --sql > pymem.sql
     """
-    from .. import migrate
-
     settings = Settings.from_env()
     if offline:
-        click.echo(migrate.upgrade_sql(embedding_dim=settings.embedding_dim, revision=revision), nl=False)
+        click.echo(upgrade_sql(embedding_dim=settings.embedding_dim, revision=revision), nl=False)
         return
-    from .. import embedded
-    from ..storage.store import resolve
-
-    ends = resolve(settings, migrate_embedded=False)
-    migrate.upgrade(ends.admin, embedding_dim=settings.embedding_dim, revision=revision)
-    if ends.embedded is not None:
-        embedded.enable_local_logins(ends.embedded)
-    click.echo(f"schema at revision {revision if revision != 'head' else migrate.head_revision()} ({ends.location})")
+    reached, location = upgrade_schema(settings, revision)
+    click.echo(f"schema at revision {reached} ({location})")
 
 
 @db.command()
@@ -50,8 +42,6 @@ def status(as_json: bool) -> None:
 
     Example: pymem db status --json
     """
-    from ..storage.status import database_status
-
     st = database_status(Settings.from_env())
     if as_json:
         echo_json(st.to_json())
@@ -76,12 +66,10 @@ def stop() -> None:
 
     Example: pymem db stop
     """
-    from .. import embedded
-
     settings = Settings.from_env()
     if not settings.embedded:
         raise click.UsageError("PYMEM_DSN is set: there is no embedded server to stop")
-    if embedded.stop(settings.home):
+    if stop_embedded(settings):
         click.echo(f"stopped the embedded Postgres in {settings.home}")
     else:
         click.echo(f"no embedded Postgres is running in {settings.home}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .. import PymemError, verify_store
 from .common import PymemCommandError, echo_json, json_option, open_store
 
 
@@ -21,9 +22,6 @@ def verify(tenant: str | None, as_json: bool) -> None:
 
     Example: pymem verify --tenant acme
     """
-    from ..errors import PymemError
-    from ..integrity.verify import verify_store
-
     try:
         with open_store() as store:
             report = verify_store(store, tenant or None)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
 
 import psycopg
+from psycopg.rows import dict_row
 
-from .. import db
+from .. import db, queries
 from ..context import Context
 
 
@@ -25,6 +27,15 @@ class TenantVerification:
     @property
     def clean(self) -> bool:
         return self.problem is None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "TenantVerification":
+        """From a row of pymem.verify_chain, by column name (tenant_id is `tenant` here)."""
+        values = dict(row)
+        values["tenant"] = values.pop("tenant_id")
+        if values["head_hash"] is not None:
+            values["head_hash"] = bytes(values["head_hash"]).hex()
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -53,10 +64,6 @@ class VerifyReport:
         }
 
 
-_SQL = ("select tenant_id, entries, rows_checked, head_seq, head_hash, bad_seq, bad_memory_id, problem "
-        "from pymem.verify_chain(%s)")
-
-
 def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyReport:
     """Verify one tenant (with a tenant context) or every tenant (needs pymem_auditor).
 
@@ -64,15 +71,9 @@ def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyR
     """
     started = time.perf_counter()
     with db.transaction(conn, Context(tenant=tenant) if tenant else None):
-        rows = conn.execute(_SQL, (tenant,), prepare=False).fetchall()
-    tenants = [
-        TenantVerification(
-            tenant=r[0], entries=r[1], rows_checked=r[2], head_seq=r[3],
-            head_hash=r[4].hex() if r[4] is not None else None,
-            bad_seq=r[5], bad_memory_id=r[6], problem=r[7],
-        )
-        for r in rows
-    ]
+        with conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(queries.query("verify_chain"), (tenant,), prepare=False).fetchall()
+    tenants = [TenantVerification.from_row(r) for r in rows]
     return VerifyReport(tenants=tenants, seconds=time.perf_counter() - started)
 
 

@@ -13,22 +13,22 @@ key's primary key, so the second waits for the first to commit and then sees its
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from .. import queries
 from ..context import Context
 from ..errors import IdempotencyConflict, InvalidArguments
+from ..vocabulary import MAX_IDEMPOTENCY_KEY as MAX_KEY, canonical_json
 
 CLASSES: dict[str, timedelta] = {
     "default": timedelta(hours=24),
     "short": timedelta(hours=1),
     "long": timedelta(days=30),
 }
-MAX_KEY = 256
 
 
 def check_key(key: Any) -> str:
@@ -52,23 +52,7 @@ def ttl(idempotency_class: Any) -> timedelta:
 
 def digest(payload: Any) -> str:
     """sha256 of the canonical JSON of a call's arguments."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-_CLAIM = """
-insert into pymem.idempotency_keys as k (tenant_id, verb, actor, key, digest, result, expires_at)
-values (%s, %s, %s, %s, %s, %s, now() + %s)
-on conflict (tenant_id, verb, actor, key) do update
-   set digest = excluded.digest, result = excluded.result, created_at = now(), expires_at = excluded.expires_at
- where k.expires_at <= now()
-returning true
-"""
-
-_LOOKUP = """
-select digest, result from pymem.idempotency_keys
- where tenant_id = %s and verb = %s and actor = %s and key = %s
-"""
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
 def claim(conn: psycopg.Connection, ctx: Context, verb: str, key: str, call_digest: str,
@@ -81,11 +65,11 @@ def claim(conn: psycopg.Connection, ctx: Context, verb: str, key: str, call_dige
     """
     actor = ctx.actor or ""
     with conn.cursor() as cur:
-        cur.execute(_CLAIM, (ctx.tenant, verb, actor, key, call_digest, Jsonb(result), lifetime), prepare=False)
+        cur.execute(queries.query("claim_idempotency_key"), (ctx.tenant, verb, actor, key, call_digest, Jsonb(result), lifetime), prepare=False)
         if cur.fetchone() is not None:
             return None
         # The row exists, is live, and ON CONFLICT locked it: nobody can change it under us.
-        cur.execute(_LOOKUP, (ctx.tenant, verb, actor, key))
+        cur.execute(queries.query("idempotency_key"), (ctx.tenant, verb, actor, key))
         stored = cur.fetchone()
     if stored is None:  # pragma: no cover - the conflicting row is locked by us
         raise IdempotencyConflict("the idempotency key vanished while it was being claimed")
@@ -101,7 +85,7 @@ def purge_expired(conn: psycopg.Connection, ctx: Context) -> int:
     """Delete the context tenant's expired keys; returns how many. Optional housekeeping: an
     expired key is reused in place anyway."""
     with conn.cursor() as cur:
-        cur.execute("delete from pymem.idempotency_keys where tenant_id = %s and expires_at <= now()", (ctx.tenant,))
+        cur.execute(queries.query("purge_idempotency_keys"), (ctx.tenant,))
         return cur.rowcount
 
 

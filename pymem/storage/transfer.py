@@ -20,11 +20,13 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
 from psycopg.rows import dict_row
 
+from .. import queries
 from ..errors import InvalidArguments
+from ..vocabulary import canonical_json
 from .chunks import chunk_from_row, parse_chunk
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .store import Memories
+    from .memories import Memories
 
 DEFAULT_BATCH = 500
 IMPORT_CLASS = "long"  # keys live 30 days: an interrupted import can be resumed that long
@@ -137,15 +139,9 @@ def export_records(mem: "Memories", out: IO[str], *, fetch_size: int = 1000) -> 
     with mem.store.transaction(mem.ctx) as conn:
         with conn.cursor(name="pymem_export", row_factory=dict_row) as cur:
             cur.itersize = fetch_size
-            cur.execute(
-                "select id, record, content, scope, kind, tags, origin, provenance, injection_source,"
-                " case when record is null then embedding end as embedding"
-                " from pymem.memories where tenant_id = %s and erased_at is null order by tenant_id, id",
-                (mem.ctx.tenant,),
-            )
+            cur.execute(queries.query("export_chunks"), (mem.ctx.tenant,))
             for row in cur:
-                out.write(json.dumps(chunk_from_row(row), ensure_ascii=False, sort_keys=True,
-                                     separators=(",", ":")))
+                out.write(canonical_json(chunk_from_row(row)))
                 out.write("\n")
                 count += 1
     return count

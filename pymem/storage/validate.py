@@ -11,10 +11,7 @@ from typing import Any
 
 from ..context import check_scope
 from ..errors import InvalidArguments
-
-MAX_ID = 256
-MAX_TAGS = 64
-MAX_TAG = 100
+from ..vocabulary import MAX_ID, MAX_TAG, MAX_TAGS
 
 
 def check_vector(vector: Any, dim: int, what: str = "embedding") -> list[float]:
@@ -120,5 +117,26 @@ def check_unit(value: Any, what: str) -> float | None:
     return float(value)
 
 
-__all__ = ["check_vector", "check_id", "check_ids", "check_text", "check_json", "check_tags", "check_unit",
-           "check_scope"]
+def check_nonzero(vector: list[float], what: str) -> list[float]:
+    """Cosine similarity is undefined for a zero vector, so none is stored or searched for."""
+    if not any(vector):
+        raise InvalidArguments(f"{what} is a zero vector, which has no direction for cosine similarity")
+    return vector
+
+
+def check_embedding(value: Any, dim: int, what: str = "embedding") -> list[float]:
+    """A list of `dim` finite numbers, not all zero, whose squared norm fits float4 (pgvector sums
+    squares in float4: past that the norm overflows and scores become NaN)."""
+    if type(value) is list and len(value) == dim and all(type(x) is float for x in value):
+        # the common case, checked in one pass: NaN and inf make the sum NaN or inf
+        squares = math.fsum(x * x for x in value)
+        if 0 < squares < 3.4e38:
+            return value
+    vector = check_vector(value, dim, what)
+    if math.fsum(x * x for x in vector) >= 3.4e38:
+        raise InvalidArguments(f"{what} is too large: its squared norm overflows float4")
+    return check_nonzero(vector, what)
+
+
+__all__ = ["check_vector", "check_embedding", "check_nonzero", "check_id", "check_ids", "check_text", "check_json",
+           "check_tags", "check_unit", "check_scope"]

@@ -150,7 +150,8 @@ def _tenant_sizes(rows: int) -> tuple[list[tuple[str, str, int]], list[tuple[str
 
 def run(store, config: BenchConfig, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Run the benchmark next to `store` (same server, its own database); returns the report."""
-    from ..storage.store import Endpoints, Store
+    from ..storage.endpoints import Endpoints
+    from ..storage.store import Store
 
     config.check()
     admin_dsn = with_database(store.endpoints.admin, config.database)

@@ -16,9 +16,11 @@ import psycopg
 from .. import db, embedded, migrate
 from ..config import Settings
 from ..context import Context
-from ..errors import AccessDenied
-from ..storage.store import Endpoints, Store, resolve
+from ..errors import AccessDenied, MemoryAdmissionError
+from ..storage.endpoints import Endpoints, resolve
+from ..storage.store import Store
 from ..integrity.verify import verify_chain
+from .demo_admission import admission_demo
 
 DEMO_DATABASE = "pymem_demo"
 
@@ -34,11 +36,6 @@ def _vec(dim: int, hot: int) -> list[float]:
     v[hot % dim] = 1.0
     v[(hot + 1) % dim] = 0.5
     return v
-
-
-def _check(condition: bool, what: str) -> None:
-    if not condition:
-        raise DemoFailure(what)
 
 
 @dataclass
@@ -61,6 +58,19 @@ class Demo:
     def ok(self, text: str) -> None:
         self.echo(f"   ok  {text}")
 
+    def check(self, condition: bool, what: str) -> None:
+        """Fail the demo unless `condition` holds: every step checks what it shows."""
+        if not condition:
+            raise DemoFailure(what)
+
+    def refused(self, fn: Callable[[], object]) -> MemoryAdmissionError:
+        """The MemoryAdmissionError `fn` raises; the demo fails if it raises none."""
+        try:
+            fn()
+        except MemoryAdmissionError as exc:
+            return exc
+        raise DemoFailure("the write gate admitted a record it should have refused")
+
     # -- the steps -------------------------------------------------------------------------
 
     def isolation(self) -> dict[str, list[str]]:
@@ -76,14 +86,14 @@ class Demo:
         ])
         self.echo(f"   acme (adapter claude-code) wrote {len(acme_ids)} memories; "
                   f"globex (adapter codex) wrote {len(globex_ids)}")
-        _check(acme.get_row(acme_ids[0]) is not None, "acme reads its own memory")
-        _check(acme.get_row(globex_ids[0]) is None, "acme cannot read globex's memory")
-        _check(globex.get_row(acme_ids[0]) is None, "globex cannot read acme's memory")
+        self.check(acme.get_row(acme_ids[0]) is not None, "acme reads its own memory")
+        self.check(acme.get_row(globex_ids[0]) is None, "acme cannot read globex's memory")
+        self.check(globex.get_row(acme_ids[0]) is None, "globex cannot read acme's memory")
         self.ok("acme sees its own memory; globex's memory id returns nothing to acme, and vice versa")
         with self.store.pool.connection() as conn:
             with db.transaction(conn, self.ctx("acme", adapter="claude-code")):
                 n = conn.execute("select count(*) from pymem.memories").fetchone()[0]
-        _check(n == len(acme_ids), "an unfiltered SELECT sees only the context tenant")
+        self.check(n == len(acme_ids), "an unfiltered SELECT sees only the context tenant")
         self.ok(f"even `select count(*) from pymem.memories` (no WHERE) counts {n}: row-level security")
         return {"acme": acme_ids, "globex": globex_ids}
 
@@ -122,13 +132,13 @@ class Demo:
             with self.store.pool.connection() as conn:
                 report = verify_chain(conn, tenant)
             bad = report.first_problem
-            _check(bad is not None and bad.bad_memory_id == target, "verify names the edited memory")
+            self.check(bad is not None and bad.bad_memory_id == target, "verify names the edited memory")
             self.ok(f"pymem verify: TAMPERING DETECTED at seq {bad.bad_seq}, memory {bad.bad_memory_id}: {bad.problem}")
             admin.execute("update pymem.memories set content = %s where tenant_id = %s and id = %s",
                           (original, tenant, target))
         with self.store.pool.connection() as conn:
             report = verify_chain(conn, tenant)
-        _check(report.clean, "restoring the original content makes the chain verify again")
+        self.check(report.clean, "restoring the original content makes the chain verify again")
         t = report.tenants[0]
         self.ok(f"content restored: {t.entries} entries verify again, head hash {t.head_hash[:16]}...")
 
@@ -161,18 +171,9 @@ def run_demo(echo: Echo, settings: Settings | None = None) -> bool:
             ids = demo.isolation()
             demo.adapter_tagging()
             demo.tamper(ids["acme"], admin_dsn)
-            for extra in EXTRA_STEPS:
-                extra(demo)
+            admission_demo(demo)
     except DemoFailure as exc:
         echo(f"\nFAILED: {exc}")
         return False
     echo("\nAll demo checks passed.")
     return True
-
-
-# Later capabilities append steps here: callables taking the Demo.
-EXTRA_STEPS: list[Callable[[Demo], None]] = []
-
-from .demo_admission import admission_demo as _admission_demo  # noqa: E402  (imports Demo from here)
-
-EXTRA_STEPS.append(_admission_demo)

@@ -121,16 +121,16 @@ def test_how_did_this_get_here_in_plain_sql(database, store, seeded):
         ("model_inferred", "r9", POLICY.fingerprint)}
     # the library's reader gives the same, for the context tenant
     history = audit.history(store.bind(Context(tenant="acme")), memory_id)
-    assert [h["event"] for h in history] == ["memory.insert", "memory.update"]
-    assert history[0]["provenance"] == {"origin": "model_inferred", "run_id": "r9", "adapter": "codex"}
-    assert isinstance(history[0]["content_hash"], str) and len(history[0]["content_hash"]) == 64
+    assert [h.event for h in history] == ["memory.insert", "memory.update"]
+    assert history[0].provenance == {"origin": "model_inferred", "run_id": "r9", "adapter": "codex"}
+    assert isinstance(history[0].content_hash, str) and len(history[0].content_hash) == 64
     assert audit.history(store.bind(Context(tenant="globex")), memory_id) == []
     # a deleted memory keeps its history, without provenance
     with agent.store.transaction(agent.ctx) as conn:
         conn.execute("delete from pymem.memories where tenant_id = 'acme' and id = %s", (memory_id,))
     history = audit.history(store.bind(Context(tenant="acme")), memory_id)
-    assert [h["event"] for h in history] == ["memory.insert", "memory.update", "memory.delete"]
-    assert all(h["origin"] is None for h in history)
+    assert [h.event for h in history] == ["memory.insert", "memory.update", "memory.delete"]
+    assert all(h.origin is None for h in history)
 
 
 def test_the_app_sees_only_its_context_tenant(database, store, seeded):
@@ -143,9 +143,9 @@ def test_the_app_sees_only_its_context_tenant(database, store, seeded):
             assert tenants == [("acme",)]
             conn.rollback()
     acme = store.bind(Context(tenant="acme"))
-    assert [r["seq"] for r in audit.refusals(acme)] == [seeded["acme"]["poison"].audit_seq,
+    assert [r.seq for r in audit.refusals(acme)] == [seeded["acme"]["poison"].audit_seq,
                                                         seeded["acme"]["web"].audit_seq]
-    assert [r["seq"] for r in audit.refusals(acme, limit=1)] == [seeded["acme"]["web"].audit_seq]
+    assert [r.seq for r in audit.refusals(acme, limit=1)] == [seeded["acme"]["web"].audit_seq]
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)
     assert audit.refusals(acme, since=later) == [] and audit.refusals(acme, since=later.isoformat()) == []
     assert len(audit.refusals(acme, since="2000-01-01T00:00:00")) == 2

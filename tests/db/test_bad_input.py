@@ -43,6 +43,8 @@ BAD_ROWS = {
     "inf in vector": {"content": "x", "embedding": vec(0.0, math.inf)},
     "-inf in vector": {"content": "x", "embedding": vec(0.0, 0.0, -math.inf)},
     "float4 overflow": {"content": "x", "embedding": vec(1e39)},
+    "squared norm overflows float4": {"content": "x", "embedding": vec(-1.0, 3.4e38)},
+    "zero vector": {"content": "x", "embedding": [0.0] * DIM},
     "string in vector": {"content": "x", "embedding": vec("0.1")},
     "bool in vector": {"content": "x", "embedding": vec(True)},
     "vector as string": {"content": "x", "embedding": "[0.1, 0.2]"},
@@ -170,7 +172,8 @@ def test_good_edge_values_are_accepted(mem):
     ids = mem.add([
         {"content": "x" * DEFAULT_MAX_CONTENT_BYTES},
         {"content": "\u00e9\u6f22\U0001f600", "scope": {"project": "a", "user": "\u00fc"}, "tags": ["t"] * 3},
-        {"content": None, "embedding": vec(-1.0, 3.4e38)},
+        # the largest components whose squared norm still fits float4 (pgvector's cosine needs it)
+        {"content": None, "embedding": vec(-1.0, 1.8e19)},
         {"content": "x", "origin": "injected_context", "injection_source": "web"},
     ])
     assert len(ids) == 4

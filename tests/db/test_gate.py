@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from psycopg import errors as pgerr
 
+from pymem.admission import refusals as refusal_audit
 from pymem.integrity import audit
 from pymem.admission.judge import digest_of_arguments
 from pymem.context import Context
@@ -311,8 +312,9 @@ def test_an_instruction_shaped_source_is_not_copied_into_the_audit(acme, databas
         admit(acme, "Judy likes tea", Provenance("user_asserted", source=bad_source), policy=POLICY, embedder=EMBEDDER)
     [(_, _, _, details)] = refusal_events(database)
     assert details["tool"] == "memory.write:redacted"
-    assert audit.audit_source("x" * 500).endswith("…") and len(audit.audit_source("x" * 500)) == audit.MAX_SOURCE
-    assert audit.audit_source("line\none") == "line one"
+    assert refusal_audit.audit_source("x" * 500).endswith("…")
+    assert len(refusal_audit.audit_source("x" * 500)) == refusal_audit.MAX_SOURCE
+    assert refusal_audit.audit_source("line\none") == "line one"
 
 
 # -- pymem.record_refusal, called directly --------------------------------------------------
@@ -389,7 +391,7 @@ def test_the_poisoning_corpus_through_the_database_gate(store, database):
     assert seqs == list(range(1, len(PAYLOADS) + 1))
     assert len(set(admitted)) == len(BENIGN)
     rows = audit.refusals(memories, limit=len(PAYLOADS) + 10)
-    assert [r["seq"] for r in rows] == seqs and all(r["signature"] for r in rows)
+    assert [r.seq for r in rows] == seqs and all(r.signature for r in rows)
     with database.admin() as conn:
         details = conn.execute("select string_agg(details::text, ' ') from pymem.ledger where tenant_id = 'replay'"
                                " and event = 'admission.refused'").fetchone()[0]

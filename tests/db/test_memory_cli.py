@@ -78,7 +78,7 @@ def test_remember_refused_exits_1_with_its_audit_seq(cli, acme, store):
     assert result.output.startswith("refused: instruction-shaped content")
     assert "signature: " in result.output and "audit seq: 1" in result.output
     [event] = audit.refusals(acme)
-    assert event["seq"] == 1 and event["tool"] == "memory.write:crm" and event["actor"] == "cli-user"
+    assert event.seq == 1 and event.tool == "memory.write:crm" and event.actor == "cli-user"
     result = cli("remember", "A blog says Carol resigned", "--origin", "retrieved_content", "--json")
     assert result.exit_code == 1
     assert json.loads(result.output) == {"decision": "refused", "signature": None, "audit_seq": 2,
@@ -120,7 +120,7 @@ def test_remember_file_mixed_decisions_exit_0_one_json_decision_per_line(cli, ac
     for d in decisions:
         if d["decision"] == "admitted":
             assert acme.get_row(d["id"])["origin"] in ("user_asserted", "model_inferred", "tool_output")
-    assert [r["tool"] for r in audit.refusals(acme)] == ["memory.write:crm", "memory.write:web"]
+    assert [r.tool for r in audit.refusals(acme)] == ["memory.write:crm", "memory.write:web"]
     human = cli("remember", "--file", str(notes))  # again: new ids, the same decisions
     assert human.exit_code == 0 and "3 admitted, 2 refused" in human.output
     assert "line 4: refused [" in human.output and "audit seq" in human.output

@@ -7,6 +7,7 @@ them far from it; and a tenant holding 0.75 % of the table. A plain filtered HNS
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -101,9 +102,9 @@ def test_a_small_scope_of_a_large_tenant_gets_exactly_top_k(big, plan):
     with store.pool.connection() as conn:
         rows = search_rows(conn, Context(tenant="big"), QUERY, TOP_K, {"team": "mine"}, plan=plan)
     assert len(rows) == TOP_K
-    assert all(r["scope"] == {"team": "mine"} for r in rows)
-    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
-    recall = len({r["id"] for r in rows} & set(expected)) / TOP_K
+    assert all(r.scope == {"team": "mine"} for r in rows)
+    assert [r.score for r in rows] == sorted((r.score for r in rows), reverse=True)
+    recall = len({r.id for r in rows} & set(expected)) / TOP_K
     assert recall >= (1.0 if plan == "exact" else 0.8)
 
 
@@ -121,8 +122,8 @@ def test_a_small_tenant_gets_exactly_top_k(big, plan):
     expected = _exact_ids(db, "tiny", None, TOP_K)
     with store.pool.connection() as conn:
         rows = search_rows(conn, Context(tenant="tiny"), QUERY, TOP_K, plan=plan)
-    assert [r["id"] for r in rows] == expected or (plan == "hnsw" and len(set(expected) & {r["id"] for r in rows}) >= 8)
-    assert len(rows) == TOP_K and all(r["id"].startswith("t-") for r in rows)
+    assert [r.id for r in rows] == expected or (plan == "hnsw" and len(set(expected) & {r.id for r in rows}) >= 8)
+    assert len(rows) == TOP_K and all(r.id.startswith("t-") for r in rows)
 
 
 def test_hnsw_and_exact_agree_on_a_crowded_tenant(big):
@@ -131,8 +132,8 @@ def test_hnsw_and_exact_agree_on_a_crowded_tenant(big):
     with store.pool.connection() as conn:
         hnsw = search_rows(conn, Context(tenant="big"), QUERY, TOP_K, plan="hnsw")
         exact = search_rows(conn, Context(tenant="big"), QUERY, TOP_K, plan="exact")
-    assert [r["id"] for r in exact] == expected
-    assert len(set(r["id"] for r in hnsw) & set(expected)) >= 8
+    assert [r.id for r in exact] == expected
+    assert len(set(r.id for r in hnsw) & set(expected)) >= 8
 
 
 def test_plans_stay_right_after_many_calls_on_one_connection(big):
@@ -141,20 +142,20 @@ def test_plans_stay_right_after_many_calls_on_one_connection(big):
     tiny, crowd = _exact_ids(db, "tiny", None, 3), _exact_ids(db, "big", "mine", 3)
     with store.pool.connection() as conn:
         for _ in range(8):
-            assert [r["id"] for r in search_rows(conn, Context(tenant="tiny"), QUERY, 3)] == tiny
+            assert [r.id for r in search_rows(conn, Context(tenant="tiny"), QUERY, 3)] == tiny
             got = search_rows(conn, Context(tenant="big"), QUERY, 3, {"team": "mine"})
-            assert len(got) == 3 and all(r["id"].startswith("mine-") for r in got)
-            assert len(set(r["id"] for r in got) & set(crowd)) >= 2
+            assert len(got) == 3 and all(r.id.startswith("mine-") for r in got)
+            assert len(set(r.id for r in got) & set(crowd)) >= 2
 
 
 def test_search_rows_columns_and_validation(big):
     db, store = big
     with store.pool.connection() as conn:
         row = search_rows(conn, Context(tenant="tiny"), QUERY, 1, with_vectors=False)[0]
-        assert set(row) == {"id", "record", "content", "kind", "tags", "scope", "origin", "provenance", "confidence",
-                            "source_adapter", "injection_source", "policy_fingerprint", "created_at", "revision",
-                            "score"}
-        assert row["kind"] == "fact" and row["revision"] == 1 and 0 < row["score"] <= 1
+        assert {f.name for f in dataclasses.fields(row)} == {
+            "id", "record", "content", "kind", "tags", "scope", "origin", "provenance", "confidence", "source_adapter",
+            "injection_source", "policy_fingerprint", "created_at", "revision", "score"}
+        assert row.kind == "fact" and row.revision == 1 and 0 < row.score <= 1
         for bad in (dict(top_k=0), dict(top_k=1001), dict(top_k=True), dict(plan="fast"),
                     dict(vector=[0.0] * DIM), dict(vector=QUERY[:-1]), dict(scope_filter={"a": {"b": "c"}})):
             args = dict(vector=QUERY, top_k=1, scope_filter=None, plan="auto") | bad

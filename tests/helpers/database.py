@@ -8,7 +8,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import psycopg
 
 from pymem.config import Settings
-from pymem.storage.store import Endpoints, Store
+from pymem.storage.endpoints import Endpoints
+from pymem.storage.store import Store
 
 DIM = 384
 APP_LOGIN = "pymem_test_app"

@@ -278,7 +278,8 @@ def test_embedding_dim_from_the_environment(server_dsn, template_db, monkeypatch
         # The store picks the dimension up from the database and validates against it.
         from pymem.context import Context
         from pymem.errors import InvalidArguments
-        from pymem.storage.store import Endpoints, Store
+        from pymem.storage.endpoints import Endpoints
+        from pymem.storage.store import Store
 
         app = with_user(server_dsn, APP_LOGIN, database=urlsplit(dsn).path.lstrip("/"), password=PASSWORD)
         store = Store(Endpoints(app=app, admin=dsn), Settings(dsn=app, admin_dsn=dsn, embedding_dim=8))

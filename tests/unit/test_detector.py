@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymem.admission.signatures import INSTRUCTION_SIGNATURES, SQUASHED_SIGNATURES, instruction_shaped, normalize
+from pymem.admission.normalise import normalize
+from pymem.admission.scanning import instruction_shaped
+from pymem.admission.signatures import INSTRUCTION_SIGNATURES, SQUASHED_SIGNATURES
 
 # ----------------------------------------------------------------------------------------------
 # the table
