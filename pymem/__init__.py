@@ -5,7 +5,7 @@ importable but free to move. The command line uses only this surface (and pymem.
 the benchmark and the demo); an import-linter contract in the test suite keeps it so.
 """
 
-from .admission.gate import WriteGate, admit
+from .admission.gate import admit
 from .admission.policy import AdmissionPolicy, OriginRule
 from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy
@@ -27,7 +27,7 @@ from .errors import (
 from .integrity.audit import HistoryEvent, Refusal, history, refusals
 from .integrity.verify import TenantVerification, VerifyReport, verify_chain, verify_store
 from .migrate import upgrade_sql
-from .recall import RecallResult, RecalledMemory, WithheldMemory, recall
+from .recall import RecallResult, RecalledMemory, WithheldMemory, WriteGate, recall
 from .storage.endpoints import stop_embedded, upgrade_schema
 from .storage.memories import Memories
 from .storage.status import DatabaseStatus, database_status

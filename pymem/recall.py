@@ -36,16 +36,18 @@ import psycopg
 
 from .storage import search as _search
 from .storage.search import SearchHit
+from .admission.gate import admit
 from .admission.judge import rejudge
 from .embedder import Embedder, check_dimension, get_embedder
 from .errors import InvalidArguments
 from .admission.policy import AdmissionPolicy
+from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
-__all__ = ["recall", "RecallResult", "RecalledMemory", "WithheldMemory", "candidate_count", "OVERFETCH_FACTOR",
+__all__ = ["recall", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "candidate_count", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
 OVERFETCH_FACTOR = 3
@@ -217,3 +219,26 @@ def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5
             return RecallResult(kept=kept, withheld=withheld, policy_fingerprint=policy.fingerprint,
                                 candidates=len(rows))
         fetch = min(_search.MAX_TOP_K, fetch * OVERFETCH_GROWTH)
+
+
+class WriteGate:
+    """`admit` bound to one context, policy and embedder: gate = WriteGate(memories); gate.admit(record, prov).
+
+    `policy=None` re-reads AdmissionPolicy.from_env() at every call (the policy in force now).
+    """
+
+    def __init__(self, memories: "Memories", policy: AdmissionPolicy | None = None, *,
+                 embedder: Embedder | None = None):
+        self.memories = memories
+        self.policy = policy
+        self.embedder = embedder
+
+    def admit(self, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
+              conn: psycopg.Connection | None = None) -> dict[str, Any]:
+        return admit(self.memories, record, provenance, policy=self.policy, embedder=self.embedder, conn=conn)
+
+    def recall(self, query: Any, **kwargs: Any):
+        """recall() with this gate's policy and embedder (unless given)."""
+        kwargs.setdefault("policy", self.policy)
+        kwargs.setdefault("embedder", self.embedder)
+        return recall(self.memories, query, **kwargs)

@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
     from ..storage.store import Store
 
-__all__ = ["admit", "WriteGate", "bind_provenance", "NOT_AUDITED"]
+__all__ = ["admit", "bind_provenance", "NOT_AUDITED"]
 
 log = logging.getLogger(__name__)
 
@@ -178,28 +178,3 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
     except pgerr.UniqueViolation:
         raise InvalidArguments(f"a memory with id {memory_id[:100]!r} already exists") from None
     return out
-
-
-class WriteGate:
-    """`admit` bound to one context, policy and embedder: gate = WriteGate(memories); gate.admit(record, prov).
-
-    `policy=None` re-reads AdmissionPolicy.from_env() at every call (the policy in force now).
-    """
-
-    def __init__(self, memories: "Memories", policy: AdmissionPolicy | None = None, *,
-                 embedder: Embedder | None = None):
-        self.memories = memories
-        self.policy = policy
-        self.embedder = embedder
-
-    def admit(self, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
-              conn: psycopg.Connection | None = None) -> dict[str, Any]:
-        return admit(self.memories, record, provenance, policy=self.policy, embedder=self.embedder, conn=conn)
-
-    def recall(self, query: Any, **kwargs: Any):
-        """pymem.recall.recall with this gate's policy and embedder (unless given)."""
-        from ..recall import recall
-
-        kwargs.setdefault("policy", self.policy)
-        kwargs.setdefault("embedder", self.embedder)
-        return recall(self.memories, query, **kwargs)

@@ -9,7 +9,7 @@ are never logged or put in error messages.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import psycopg
 from psycopg.rows import dict_row
@@ -23,9 +23,6 @@ from .rows import MemoryRow, check_row, write_rows
 from .search import (check_include, check_metadata_filter, check_scope_filter, check_top_k, contract_hits,
                      run_search, run_search_as)
 from .validate import check_embedding, check_id, check_ids
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .store import Store
 
 __all__ = ["Memories", "check_records", "check_expected_revisions", "MAX_BATCH", "MAX_IDS", "ROW_FIELDS"]
 
@@ -42,8 +39,8 @@ class Memories:
     """Memory verbs bound to one Context. Every verb takes an optional connection to join a
     caller's transaction (as a savepoint) instead of opening its own."""
 
-    def __init__(self, store: "Store", ctx: Context):
-        self.store = store
+    def __init__(self, store: Any, ctx: Context):
+        self.store = store  # the pymem.storage.store.Store these verbs run on
         self.ctx = ctx
 
     def _tx(self, conn: psycopg.Connection | None):

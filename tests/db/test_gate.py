@@ -22,7 +22,8 @@ from pymem.admission.judge import digest_of_arguments
 from pymem.context import Context
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import InvalidArguments, MemoryAdmissionError
-from pymem.admission.gate import NOT_AUDITED, WriteGate, admit, bind_provenance
+from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
+from pymem.recall import WriteGate
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Origin, Provenance
 from pymem.integrity.verify import verify_chain

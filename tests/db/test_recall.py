@@ -231,3 +231,27 @@ def test_superseded_and_erased_rows_are_not_recalled(operator, database):
                      " where tenant_id = 'acme' and id = %s", (erased,))
     result = recall(operator, "Karl lives in Rome Milan", policy=POLICY, trust=TRUST, embedder=EMBEDDER)
     assert result.kept == [] and result.withheld == []
+
+
+def test_a_long_adapter_name_is_withheld_with_a_reason_never_raised(operator, store, database):
+    """A context accepts adapter names of up to 200 characters; the trust policy judges exactly as
+    long a name, and a name it cannot judge at all (written around the library) is withheld."""
+    long_name = "a" * 150
+    agent = store.bind(Context(tenant="acme", actor="agent", adapter=long_name))
+    tagged = remember(agent, "Heidi prefers green tea", source="chat")
+    result = recall(operator, "Heidi green tea", top_k=3, policy=POLICY, trust=TRUST, embedder=EMBEDDER)
+    assert reasons(result) == {tagged: f"untrusted adapter {long_name}"} and result.kept == []
+    listed = recall(operator, "Heidi green tea", top_k=3, policy=POLICY, embedder=EMBEDDER,
+                    trust=AdapterTrustPolicy(trusted_adapters={long_name}))
+    assert ids(listed.kept) == [tagged]
+
+    # raw SQL can set an adapter no Context accepts; recall withholds that row, with the reason
+    text = "Heidi prefers black tea"
+    with database.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'agent', %s)", ("b" * 300,))
+        conn.execute("insert into pymem.memories (tenant_id, id, content, embedding, origin, provenance, source_adapter)"
+                     " values ('acme', 'odd', %s, %s::text::vector, 'user_asserted', '{\"origin\": \"user_asserted\"}',"
+                     " %s)", (text, str(EMBEDDER.embed([text])[0]), "b" * 300))
+        conn.commit()
+    result = recall(operator, "Heidi black tea", top_k=3, policy=POLICY, trust=TRUST, embedder=EMBEDDER)
+    assert reasons(result)["odd"] == "untrusted: the row's adapter name cannot be judged"
