@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 
 import psycopg
+import pytest
 
 from pymem.tools.bench import VARIANTS, BenchConfig, format_report, run
 
 
+@pytest.mark.slow
 def test_bench_runs_and_cleans_up(store, server_dsn):
     name = f"pymem_bench_test_{os.getpid()}"
     report = run(store, BenchConfig(rows=1_000, dims=8, queries=3, write_rows=500, database=name))

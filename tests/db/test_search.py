@@ -21,6 +21,9 @@ from pymem.context import Context
 from pymem.errors import InvalidArguments
 from pymem.storage.search import search_rows
 
+# Every test here shares one module-scoped data set of tens of thousands of rows.
+pytestmark = pytest.mark.slow
+
 BIG = 20_000
 SMALL = 150
 TOP_K = 10

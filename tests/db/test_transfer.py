@@ -49,6 +49,7 @@ def mem(store):
     return store.bind(Context(tenant="acme", actor="importer"))
 
 
+@pytest.mark.slow
 def test_ten_thousand_records_round_trip(mem, store, tmp_path, database):
     records = make_records(10_000)
     source = tmp_path / "in.jsonl"
@@ -198,6 +199,7 @@ def test_every_data_command_has_an_example_and_the_context_options(command):
         assert option in result.output
 
 
+@pytest.mark.slow
 def test_an_import_process_killed_halfway_then_rerun_writes_each_record_once(database, tmp_path):
     """A real `pymem import` process is SIGKILLed after some batches committed; the re-run
     replays those batches and writes the rest, each record exactly once."""

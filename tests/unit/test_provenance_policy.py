@@ -230,6 +230,7 @@ def test_same_rules_same_fingerprint_and_equality():
     assert AdmissionPolicy().with_rules(model_inferred=0.3).with_rules(model_inferred=0.6) == a
 
 
+@pytest.mark.slow
 def test_fingerprint_is_stable_across_processes():
     code = "from pymem.admission.policy import AdmissionPolicy as P; print(P().fingerprint, P().tightened(tool_output=0.25).fingerprint)"
     outs = set()
