@@ -5,20 +5,24 @@
 -- names as long as a context does (200 characters, pymem/vocabulary.py MAX_NAME); and the write
 -- gate's chain-lock probe moves from a Python string into the schema as pymem.holds_chain_lock.
 --
--- Changing memories.origin to the domain checks every row once against the same list its CHECK
--- held (text to a domain over text rewrites nothing). pymem.memory_history reads that column, so
--- it is dropped and re-created unchanged around the change, with its comment and grants.
+-- Changing memories.origin to the domain reads every row once to check it against the same list
+-- its CHECK held, and rewrites nothing (see below). pymem.memory_history reads that column, so it
+-- is dropped and re-created unchanged around the change, with its comment and grants.
 
 set role pymem_owner;
 
-create domain pymem.origin as text
-  check (value in ('user_asserted', 'operator', 'model_inferred', 'tool_output', 'retrieved_content',
-                   'unproven', 'injected_context'));
+-- The domain gets its CHECK only after the column has moved to it: a column changed to a domain
+-- that has constraints is rewritten (and every index, HNSW included, rebuilt), while adding the
+-- CHECK to the domain afterwards only reads the rows once to validate them.
+create domain pymem.origin as text;
 comment on domain pymem.origin is 'How a memory came to be believed; drives admission and recall re-judging';
 
 drop view pymem.memory_history;
 alter table pymem.memories drop constraint memories_origin_check;
 alter table pymem.memories alter column origin type pymem.origin;
+alter domain pymem.origin add constraint origin_check
+  check (value in ('user_asserted', 'operator', 'model_inferred', 'tool_output', 'retrieved_content',
+                   'unproven', 'injected_context'));
 -- pymem.search returns the column as it is, so its result type follows.
 alter type pymem.search_hit alter attribute origin type pymem.origin;
 
