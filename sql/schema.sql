@@ -1028,7 +1028,7 @@ begin
 end
 $$;
 
--- Admission refusals. The write gate (pymem/gate.py) judges in Python; a refusal is chained into
+-- Admission refusals. The write gate (pymem/admission/gate.py) judges in Python; a refusal is chained into
 -- the tenant's ledger through this function, in a transaction of its own, before the caller sees
 -- the exception. It stores a digest of the refused arguments and short, shape-checked metadata,
 -- never the content: an audit trail that quotes a poisoned note has copied the poison. The app
