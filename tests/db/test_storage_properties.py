@@ -64,7 +64,7 @@ def record_id(record: dict) -> str:
     return record.get("id") or record.get("chunk_id") or record.get("memory_id")
 
 
-class PlaneMachine(RuleBasedStateMachine):
+class StorageMachine(RuleBasedStateMachine):
     store = None  # set by the test
 
     @initialize()
@@ -123,10 +123,11 @@ class PlaneMachine(RuleBasedStateMachine):
         assert self.mems["u1"].get_many(IDS) == self.ref.get_many(IDS)
 
 
-def test_plane_matches_the_reference(store):
-    PlaneMachine.store = store
+@pytest.mark.slow
+def test_storage_matches_the_reference(store):
+    StorageMachine.store = store
     run_state_machine_as_test(
-        PlaneMachine,
+        StorageMachine,
         settings=settings(max_examples=40, stateful_step_count=20, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]),
     )
