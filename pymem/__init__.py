@@ -1,6 +1,17 @@
-"""pymem: long-term memory for AI agents that lives in Postgres."""
+"""pymem: long-term memory for AI agents that lives in Postgres.
 
-from .context import Context
+The public surface is what this module exports (`__all__`); everything else is implementation,
+importable but free to move. The command line uses only this surface (and pymem.tools for
+the benchmark and the demo); an import-linter contract in the test suite keeps it so.
+"""
+
+from .admission.gate import admit
+from .admission.policy import AdmissionPolicy, OriginRule
+from .admission.provenance import Provenance
+from .admission.trust import AdapterTrustPolicy
+from .config import Settings
+from .context import Context, parse_scope_pairs
+from .embedder import Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
 from .errors import (
     AccessDenied,
     ContextError,
@@ -13,10 +24,39 @@ from .errors import (
     SchemaError,
     ServerError,
 )
-from .store import Memories, Store
+from .integrity.audit import HistoryEvent, Refusal, history, refusals
+from .integrity.checkpoints import Checkpoint, CheckpointReport, CheckpointSink, FileSink, open_sink
+from .integrity.evidence import AnchorResult, ChainAudit, anchor_store, audit_chain
+from .integrity.independent import verify_independently
+from .integrity.verify import TenantVerification, VerifyReport, verify_chain, verify_store
+from .migrate import upgrade_sql
+from .recall import RecallResult, RecalledMemory, WithheldMemory, WriteGate, recall
+from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
+from .storage.endpoints import admin_connection, stop_embedded, upgrade_schema
+from .storage.memories import Memories
+from .storage.status import DatabaseStatus, database_status
+from .storage.store import Store
+from .storage.transfer import ImportReport, check_file, export_records, import_file
+from .vocabulary import ORIGINS, Origin
 
 __all__ = [
-    "Context", "Store", "Memories",
+    # opening the store, and the memory verbs
+    "Settings", "Store", "Memories", "Context", "parse_scope_pairs",
+    # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError",
+    # admission and recall
+    "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
+    "recall", "RecallResult", "RecalledMemory", "WithheldMemory",
+    "Embedder", "LexicalEmbedder", "MiniLMEmbedder", "get_embedder", "check_dimension",
+    # audit and integrity
+    "refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",
+    "TenantVerification", "verify_independently", "audit_chain", "ChainAudit", "anchor_store", "AnchorResult",
+    "Checkpoint", "CheckpointReport", "CheckpointSink", "FileSink", "open_sink",
+    # import and export
+    "import_file", "export_records", "check_file", "ImportReport",
+    # the database itself
+    "upgrade_schema", "upgrade_sql", "database_status", "DatabaseStatus", "stop_embedded", "admin_connection",
+    # who may act where
+    "bind_login", "unbind_login", "list_bindings", "LoginBinding",
 ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .errors import InvalidArguments
+from .vocabulary import MAX_CONTENT_BYTES
 
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_MAX_CONTENT_BYTES = 65536
@@ -81,6 +82,6 @@ class Settings:
             admin_dsn=env.get("PYMEM_ADMIN_DSN", "").strip() or dsn,
             home=Path(home).expanduser() if home else default_home(),
             embedding_dim=_int(env, "PYMEM_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM, 1, 16000),
-            max_content_bytes=_int(env, "PYMEM_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES, 1, 1048576),
+            max_content_bytes=_int(env, "PYMEM_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES, 1, MAX_CONTENT_BYTES),
             signing_key=Path(key).expanduser() if key else None,
         )

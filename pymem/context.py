@@ -6,25 +6,12 @@ through row-level security once pymem.set_context() has put it in transaction-lo
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from .errors import ContextError
-
-MAX_NAME = 200
-
-# Control and format characters (right-to-left overrides, zero-width spaces...) and line or
-# paragraph separators: text carrying them can make one name look like another in an audit.
-_UNPLAIN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
-
-
-def is_plain_text(value: str) -> bool:
-    """True when `value` has no control, format, line- or paragraph-separator characters (the
-    database's pymem._is_plain_text draws the same line)."""
-    return not any(unicodedata.category(c) in _UNPLAIN_CATEGORIES for c in value)
-
+from .vocabulary import MAX_NAME, is_plain_text
 
 def _name(value: object, what: str, *, required: bool) -> str | None:
     if value is None or value == "":

@@ -13,10 +13,12 @@ from typing import Iterator
 
 import psycopg
 from psycopg import errors as pgerr
+from psycopg import sql
 from psycopg.pq import TransactionStatus
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from . import queries
 from .context import Context
 from .errors import AccessDenied, ContextError, InvalidArguments, PymemError, ServerError
 
@@ -26,17 +28,14 @@ AUDITOR_ROLE = "pymem_auditor"
 
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
     # An administrative connection may reach a database pgvector is not installed in yet.
-    if conn.execute("select to_regtype('vector') is not null").fetchone()[0]:
+    if conn.execute(queries.query("vector_type_exists")).fetchone()[0]:
         register_vector(conn)
     if role is None:  # an administrative connection: keep the login's own rights
         conn.commit()
         return
-    row = conn.execute(
-        "select r.rolsuper or r.rolbypassrls, current_user = %s from pg_roles r where r.rolname = current_user",
-        (role,),
-    ).fetchone()
+    row = conn.execute(queries.query("login_needs_app_role"), (role,)).fetchone()
     if row and row[0] and not row[1]:
-        conn.execute(f"set role {role}")
+        conn.execute(queries.template("set_role", role=sql.Identifier(role)))
     conn.commit()
 
 
@@ -54,33 +53,22 @@ def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False) 
     return conn
 
 
-# What a connection returned to the pool must not carry into the next checkout: session-level
-# settings (a `set_config('pymem.tenant', ..., false)` made by code sharing the pool), held cursors
-# (a WITH HOLD cursor opened under another tenant), temporary objects, LISTEN registrations,
-# advisory locks, and a changed role. Prepared statements and cached plans are kept: they carry no
-# data (row-level security is applied when a statement runs, with the context of that moment).
-_RESET = (
-    "close all",
-    "unlisten *",
-    "select pg_advisory_unlock_all()",
-    "discard temp",
-    "discard sequences",
-    "set session authorization default",
-    "reset role",
-    "reset all",
-)
-
-
 def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
-    """Return `conn` to a clean session (what DISCARD ALL does, minus dropping prepared plans),
-    then configure it again like a new connection."""
+    """Return `conn` to a clean session, then configure it again like a new connection.
+
+    What a connection returned to the pool must not carry into the next checkout: session-level
+    settings (a `set_config('pymem.tenant', ..., false)` made by code sharing the pool), held
+    cursors (a WITH HOLD cursor opened under another tenant), temporary objects, LISTEN
+    registrations, advisory locks and a changed role (queries.sql: reset_session). Prepared
+    statements and cached plans are kept: they carry no data, since row-level security is applied
+    when a statement runs, with the context of that moment.
+    """
     if conn.info.transaction_status != TransactionStatus.IDLE:
         conn.rollback()
     prev = conn.autocommit
     conn.autocommit = True
     try:
-        for statement in _RESET:
-            conn.execute(statement)
+        conn.execute(queries.query("reset_session"))
     finally:
         conn.autocommit = prev
     _configure(conn, role)
@@ -100,7 +88,7 @@ def make_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPo
 def set_context(conn: psycopg.Connection, ctx: Context) -> None:
     """Put the context into the current transaction (transaction-local settings)."""
     with translate_errors():
-        conn.execute("select pymem.set_context(%s, %s, %s, %s, %s)", ctx.params())
+        conn.execute(queries.query("set_context"), ctx.params())
 
 
 @contextmanager

@@ -13,6 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import queries
 from .errors import ServerError
 
 DATABASE = "pymem"
@@ -81,11 +82,12 @@ def start(home: Path) -> EmbeddedServer:
 
 def _ensure_database(server: EmbeddedServer) -> None:
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(server.dsn(database="postgres"), autocommit=True) as conn:
-        exists = conn.execute("select 1 from pg_database where datname = %s", (DATABASE,)).fetchone()
+        exists = conn.execute(queries.query("database_exists"), (DATABASE,)).fetchone()
         if not exists:
-            conn.execute(f'create database "{DATABASE}"')
+            conn.execute(queries.template("create_database", database=sql.Identifier(DATABASE)))
 
 
 def enable_local_logins(server: EmbeddedServer, database: str = DATABASE) -> None:
@@ -96,8 +98,8 @@ def enable_local_logins(server: EmbeddedServer, database: str = DATABASE) -> Non
     import psycopg
 
     with psycopg.connect(server.dsn(database=database), autocommit=True) as conn:
-        conn.execute("alter role pymem_app login")
-        conn.execute("alter role pymem_auditor login")
+        conn.execute(queries.query("allow_app_login"))
+        conn.execute(queries.query("allow_auditor_login"))
 
 
 def stop(home: Path) -> bool:

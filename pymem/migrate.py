@@ -10,6 +10,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from . import queries
 from .errors import SchemaError
 from .resources import migrations_dir, render_sql
 
@@ -73,10 +74,10 @@ def current_revision(conn) -> str | None:
 
     `conn` is a psycopg connection (any role that can see the pymem schema).
     """
-    row = conn.execute("select to_regclass('pymem.alembic_version') is not null").fetchone()
+    row = conn.execute(queries.query("schema_version_table_exists")).fetchone()
     if not row[0]:
         return None
-    row = conn.execute("select version_num from pymem.alembic_version").fetchone()
+    row = conn.execute(queries.query("schema_revision")).fetchone()
     return row[0] if row else None
 
 

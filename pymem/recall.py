@@ -3,12 +3,12 @@
 `recall(memories, query)` searches (pymem.search, under RLS), then re-judges every hit, best
 first, before it may be kept:
 
-1. the adapter trust policy (pymem.trust; read from the environment at each call unless
+1. the adapter trust policy (pymem.admission.trust; read from the environment at each call unless
    `trust=` is given): untagged (operator) rows are trusted, rows tagged with an adapter only
    if that adapter is allow-listed, else withheld as "untrusted adapter <name>";
 2. the row's own consistency: its origin column and its provenance's origin must agree, and
    a provenance that names an adapter must name the row's writer;
-3. pymem.admission.rejudge under the admission policy in force now (default
+3. pymem.admission.judge.rejudge under the admission policy in force now (default
    AdmissionPolicy.from_env(), read at each call): no provenance => withheld as unproven; an
    origin the current policy would not persist (or whose citation / injection-source
    requirement is unmet) => withheld; instruction-shaped content => withheld with the matched
@@ -34,17 +34,20 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import psycopg
 
-from . import search as _search
-from .admission import rejudge
+from .storage import search as _search
+from .storage.search import SearchHit
+from .admission.gate import admit
+from .admission.judge import rejudge
 from .embedder import Embedder, check_dimension, get_embedder
 from .errors import InvalidArguments
-from .policy import AdmissionPolicy
-from .trust import AdapterTrustPolicy, active_trust_policy
+from .admission.policy import AdmissionPolicy
+from .admission.provenance import Provenance
+from .admission.trust import AdapterTrustPolicy, active_trust_policy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .store import Memories
+    from .storage.memories import Memories
 
-__all__ = ["recall", "RecallResult", "RecalledMemory", "WithheldMemory", "candidate_count", "OVERFETCH_FACTOR",
+__all__ = ["recall", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "candidate_count", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
 OVERFETCH_FACTOR = 3
@@ -126,45 +129,46 @@ def _query_vector(memories: "Memories", query: Any, embedder: Embedder | None) -
     return list(query.tolist() if hasattr(query, "tolist") else query)
 
 
-def _stored_record(row: Mapping[str, Any]) -> dict[str, Any]:
+def _stored_record(row: SearchHit) -> dict[str, Any]:
     """What rejudge sees: the stored record (or the row's columns when it has none), with the
     bookkeeping taken from the columns, which are what the policy set and the chain hashed."""
-    base = row.get("record")
+    base = row.record
     out = {k: v for k, v in base.items() if k not in _FROM_COLUMNS} if isinstance(base, Mapping) else {}
-    if row.get("content") is not None:
-        out["content"] = row["content"]
-    if row.get("confidence") is not None:
-        out["confidence"] = float(row["confidence"])
+    if row.content is not None:
+        out["content"] = row.content
+    if row.confidence is not None:
+        out["confidence"] = float(row.confidence)
     return out
 
 
-def _withhold(row: Mapping[str, Any], reason: str, signature: str | None = None,
+def _withhold(row: SearchHit, reason: str, signature: str | None = None,
               origin: str | None = None) -> WithheldMemory:
-    return WithheldMemory(id=row["id"], reason=reason, signature=signature,
-                          origin=origin if origin is not None else row.get("origin"),
-                          source_adapter=row.get("source_adapter"), score=float(row["score"]))
+    return WithheldMemory(id=row.id, reason=reason, signature=signature,
+                          origin=origin if origin is not None else row.origin,
+                          source_adapter=row.source_adapter, score=float(row.score))
 
 
-def _judge_row(row: Mapping[str, Any], policy: AdmissionPolicy, trust: AdapterTrustPolicy,
+def _judge_row(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
                guard: Any) -> RecalledMemory | WithheldMemory:
-    adapter = row.get("source_adapter")
-    if not trust.is_trusted(adapter):
-        return _withhold(row, f"untrusted adapter {adapter}" if adapter is not None else "untrusted: untagged row")
-    provenance = row.get("provenance")
+    adapter = row.source_adapter
+    distrust = trust.verdict(adapter)
+    if distrust is not None:
+        return _withhold(row, distrust)
+    provenance = row.provenance
     if isinstance(provenance, Mapping):
         claimed = provenance.get("origin")
-        if row.get("origin") is not None and claimed is not None and claimed != row["origin"]:
+        if row.origin is not None and claimed is not None and claimed != row.origin:
             return _withhold(row, "unproven: the row's origin and its provenance's origin disagree")
         if provenance.get("adapter") is not None and provenance.get("adapter") != adapter:
             return _withhold(row, "unproven: the provenance names another adapter than the row's writer")
     decision = rejudge(_stored_record(row), provenance, policy, guard)
-    origin = decision.origin.value if decision.origin is not None else row.get("origin")
+    origin = decision.origin.value if decision.origin is not None else row.origin
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin)
     return RecalledMemory(
-        id=row["id"], content=row.get("content"), score=float(row["score"]), origin=origin,
-        confidence=float(decision.confidence), source_adapter=adapter, created_at=row.get("created_at"),
-        provenance=dict(provenance), kind=row.get("kind"), tags=list(row.get("tags") or []),
+        id=row.id, content=row.content, score=float(row.score), origin=origin,
+        confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,
+        provenance=dict(provenance), kind=row.kind, tags=list(row.tags or []),
         reason=decision.reason)
 
 
@@ -176,7 +180,7 @@ def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5
 
     `query`: text (embedded with `embedder`, default pymem.embedder.get_embedder(), checked
     against the store's dimension) or a vector. `policy`: default AdmissionPolicy.from_env();
-    `trust`: default pymem.trust.active_trust_policy(); both read at this call. `guard`: any
+    `trust`: default pymem.admission.trust.active_trust_policy(); both read at this call. `guard`: any
     object with `check_input(text)`. `scope_filter`: only rows whose scope contains it.
     """
     top_k = _search.check_top_k(top_k)
@@ -204,9 +208,9 @@ def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5
         kept: list[RecalledMemory] = []
         withheld: list[WithheldMemory] = []
         for row in rows:
-            verdict = judged.get(row["id"])
+            verdict = judged.get(row.id)
             if verdict is None:
-                verdict = judged[row["id"]] = _judge_row(row, policy, trust, guard)
+                verdict = judged[row.id] = _judge_row(row, policy, trust, guard)
             (kept if isinstance(verdict, RecalledMemory) else withheld).append(verdict)
             if len(kept) == top_k:
                 break
@@ -215,3 +219,26 @@ def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5
             return RecallResult(kept=kept, withheld=withheld, policy_fingerprint=policy.fingerprint,
                                 candidates=len(rows))
         fetch = min(_search.MAX_TOP_K, fetch * OVERFETCH_GROWTH)
+
+
+class WriteGate:
+    """`admit` bound to one context, policy and embedder: gate = WriteGate(memories); gate.admit(record, prov).
+
+    `policy=None` re-reads AdmissionPolicy.from_env() at every call (the policy in force now).
+    """
+
+    def __init__(self, memories: "Memories", policy: AdmissionPolicy | None = None, *,
+                 embedder: Embedder | None = None):
+        self.memories = memories
+        self.policy = policy
+        self.embedder = embedder
+
+    def admit(self, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
+              conn: psycopg.Connection | None = None) -> dict[str, Any]:
+        return admit(self.memories, record, provenance, policy=self.policy, embedder=self.embedder, conn=conn)
+
+    def recall(self, query: Any, **kwargs: Any):
+        """recall() with this gate's policy and embedder (unless given)."""
+        kwargs.setdefault("policy", self.policy)
+        kwargs.setdefault("embedder", self.embedder)
+        return recall(self.memories, query, **kwargs)

@@ -87,7 +87,7 @@ comment on function pymem._scope_is_flat(jsonb) is 'A scope is a flat {axis: val
 -- Binding a group role binds every login that is a member of it.
 create table pymem.login_bindings (
   role_name name primary key,
-  adapter text not null check (adapter <> '' and length(adapter) <= 100 and pymem._is_plain_text(adapter)),
+  adapter text not null check (adapter <> '' and length(adapter) <= 200 and pymem._is_plain_text(adapter)),
   tenants text[] check (tenants is null or (cardinality(tenants) <= 1000
                         and array_position(tenants, null) is null and '' <> all (tenants))),
   all_tenants boolean not null default false,
@@ -407,6 +407,13 @@ comment on function pymem._genesis_hash(text) is 'prev_hash of a tenant''s first
 -- Every tenant table is keyed by tenant_id first (primary keys, unique constraints, indexes), so
 -- the schema can be distributed by tenant (Citus create_distributed_table(..., 'tenant_id')).
 
+-- The origins, stated once: the column and pymem.record_refusal both take them from this domain
+-- (pymem/vocabulary.py is the Python side; tests/db/test_sql_contract.py keeps the two equal).
+create domain pymem.origin as text
+  check (value in ('user_asserted', 'operator', 'model_inferred', 'tool_output', 'retrieved_content',
+                   'unproven', 'injected_context'));
+comment on domain pymem.origin is 'How a memory came to be believed; drives admission and recall re-judging';
+
 create table pymem.store_info (
   singleton boolean primary key default true check (singleton),
   embedding_dim integer not null check (embedding_dim between 1 and 16000),
@@ -429,8 +436,7 @@ create table pymem.memories (
   tags text[] not null default '{}',
   importance real check (importance between 0 and 1),
   confidence real check (confidence between 0 and 1),
-  origin text check (origin in ('user_asserted', 'operator', 'model_inferred', 'tool_output',
-                                'retrieved_content', 'unproven', 'injected_context')),
+  origin pymem.origin,
   source_adapter text check (source_adapter <> ''),
   provenance jsonb check (provenance is null or jsonb_typeof(provenance) = 'object'),
   injection_source text,
@@ -1080,7 +1086,7 @@ create type pymem.search_hit as (
   kind text,
   tags text[],
   scope jsonb,
-  origin text,
+  origin pymem.origin,
   provenance jsonb,
   confidence real,
   source_adapter text,
@@ -1263,7 +1269,7 @@ begin
 end
 $$;
 
--- Admission refusals. The write gate (pymem/gate.py) judges in Python; a refusal is chained into
+-- Admission refusals. The write gate (pymem/admission/gate.py) judges in Python; a refusal is chained into
 -- the tenant's ledger through this function, in a transaction of its own, before the caller sees
 -- the exception. It stores a digest of the refused arguments and short, shape-checked metadata,
 -- never the content: an audit trail that quotes a poisoned note has copied the poison. The app
@@ -1288,8 +1294,7 @@ begin
   if v_tenant is null then
     raise exception 'pymem: recording a refusal needs a tenant context' using errcode = '22023';
   end if;
-  if p_origin is null or p_origin not in ('user_asserted', 'operator', 'model_inferred', 'tool_output',
-                                          'retrieved_content', 'unproven', 'injected_context') then
+  if p_origin is null or not pg_catalog.pg_input_is_valid(p_origin, 'pymem.origin') then
     raise exception 'pymem: a refusal needs a known origin' using errcode = '22023';
   end if;
   if p_source is not null and (p_source = '' or length(p_source) > 200 or not pymem._is_plain_text(p_source)) then
@@ -1363,6 +1368,32 @@ begin
 end
 $$;
 comment on function pymem.purge_idempotency_keys() is 'Deletes the context tenant''s (and adapter''s) expired idempotency keys; returns how many';
+
+-- The write gate cannot audit a refusal (in a transaction of its own) while the caller's
+-- transaction holds the tenant's chain-head lock: the audit would wait for the caller, and the
+-- caller for the gate. This probe tells, on the caller's connection: a head-row version that
+-- transaction can see whose xmin is still in progress can only be its own (another transaction's
+-- uncommitted row is invisible). xmin is a 32-bit xid, widened to xid8 against this
+-- transaction's own id (a row it wrote is never older); ids at or past the snapshot's xmax
+-- (repeatable read) are its own too. Security invoker: it reads the head under the caller's RLS.
+create function pymem.holds_chain_lock(p_tenant text) returns boolean
+language sql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+  with me as (
+    select pg_catalog.pg_current_xact_id_if_assigned()::text::bigint as top,
+           pg_catalog.pg_snapshot_xmax(pg_catalog.pg_current_snapshot())::text::bigint as next),
+  ahead as (
+    select me.top, me.next, (h.xmin::text::bigint - (me.top & 4294967295)) & 4294967295 as distance
+      from me, pymem.chain_heads h
+     where h.tenant_id = p_tenant and me.top is not null)
+  select coalesce(bool_or(case when a.top + a.distance >= a.next then true
+                               else pg_catalog.pg_xact_status((a.top + a.distance)::text::xid8) = 'in progress' end),
+                  false)
+    from ahead a
+   where a.distance < 2147483648
+$$;
+comment on function pymem.holds_chain_lock(text) is 'Whether the calling transaction holds (wrote) the tenant''s chain-head row, so an independent transaction could not chain an event for it now';
 
 -- Audit views. audit_refusals runs with the caller's rights (security_invoker): the ledger's own
 -- policies already give each role exactly its rows (an auditor every tenant's, the app its
@@ -1455,4 +1486,5 @@ grant execute on function pymem.search_as(text, text, text, jsonb, text[], vecto
 -- admission: the app records refusals; both roles read the audit views (each sees its own rows)
 grant execute on function pymem.record_refusal(text, text, text, text, text, text) to pymem_app;
 grant execute on function pymem.delete_memories(text[]), pymem.purge_idempotency_keys() to pymem_app;
+grant execute on function pymem.holds_chain_lock(text) to pymem_app;
 grant select on pymem.audit_refusals, pymem.memory_history to pymem_app, pymem_auditor;

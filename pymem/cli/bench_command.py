@@ -34,7 +34,7 @@ def bench(rows: int, dims: int, queries: int, top_k: int, write_rows: int | None
 
     Example: pymem bench --rows 20000 --queries 50
     """
-    from ..bench import BenchConfig, format_report, run
+    from ..tools.bench import BenchConfig, format_report, run
 
     config = BenchConfig(rows=rows, dims=dims, queries=queries, top_k=top_k, write_rows=write_rows,
                          database=database, keep=keep)

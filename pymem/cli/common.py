@@ -14,9 +14,7 @@ from typing import Any, Callable
 
 import click
 
-from ..config import Settings
-from ..context import Context, parse_scope_pairs
-from ..errors import PymemError, ServerError
+from .. import Context, PymemError, ServerError, Settings, Store, parse_scope_pairs
 
 
 class PymemCommandError(click.ClickException):
@@ -71,8 +69,6 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 def open_store():
     """Open the store from the environment (embedded when PYMEM_DSN is unset)."""
-    from ..store import Store
-
     try:
         return Store.open(Settings.from_env())
     except PymemError:

@@ -9,8 +9,7 @@ from typing import Any
 
 import click
 
-from ..context import Context, parse_scope_pairs
-from ..errors import ContextError, InvalidArguments
+from .. import Context, ContextError, InvalidArguments, check_file, export_records, import_file, parse_scope_pairs
 from .common import context_options, echo_json, handle_errors, is_tty, json_option, open_store, stderr, table
 
 
@@ -48,8 +47,6 @@ def import_command(file: Path, batch_size: int, ctx: Context, as_json: bool) -> 
 
     Example: pymem import --tenant acme memories.jsonl
     """
-    from ..transfer import check_file, import_file
-
     with open_store() as store:
         mem = store.bind(ctx)
         if is_tty() and not as_json:
@@ -78,8 +75,6 @@ def export_command(output: Path | None, ctx: Context) -> None:
 
     Example: pymem export --tenant acme --output memories.jsonl
     """
-    from ..transfer import export_records
-
     with open_store() as store:
         mem = store.bind(ctx)
         if output is None:

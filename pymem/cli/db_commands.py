@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..config import Settings
+from .. import (Settings, admin_connection, bind_login, database_status, list_bindings, parse_scope_pairs,
+               stop_embedded, unbind_login, upgrade_schema, upgrade_sql)
 from .common import PymemCommandError, echo_json, handle_errors, json_option
 
 
@@ -26,20 +27,12 @@ def upgrade(offline: bool, revision: str) -> None:
 
     Example: pymem db upgrade --sql > pymem.sql
     """
-    from .. import migrate
-
     settings = Settings.from_env()
     if offline:
-        click.echo(migrate.upgrade_sql(embedding_dim=settings.embedding_dim, revision=revision), nl=False)
+        click.echo(upgrade_sql(embedding_dim=settings.embedding_dim, revision=revision), nl=False)
         return
-    from .. import embedded
-    from ..store import resolve
-
-    ends = resolve(settings, migrate_embedded=False)
-    migrate.upgrade(ends.admin, embedding_dim=settings.embedding_dim, revision=revision)
-    if ends.embedded is not None:
-        embedded.enable_local_logins(ends.embedded)
-    click.echo(f"schema at revision {revision if revision != 'head' else migrate.head_revision()} ({ends.location})")
+    reached, location = upgrade_schema(settings, revision)
+    click.echo(f"schema at revision {reached} ({location})")
 
 
 @db.command()
@@ -50,8 +43,6 @@ def status(as_json: bool) -> None:
 
     Example: pymem db status --json
     """
-    from ..status import database_status
-
     st = database_status(Settings.from_env())
     if as_json:
         echo_json(st.to_json())
@@ -76,24 +67,13 @@ def stop() -> None:
 
     Example: pymem db stop
     """
-    from .. import embedded
-
     settings = Settings.from_env()
     if not settings.embedded:
         raise click.UsageError("PYMEM_DSN is set: there is no embedded server to stop")
-    if embedded.stop(settings.home):
+    if stop_embedded(settings):
         click.echo(f"stopped the embedded Postgres in {settings.home}")
     else:
         click.echo(f"no embedded Postgres is running in {settings.home}")
-
-
-def _admin_connection():
-    """The administrative connection (PYMEM_ADMIN_DSN, else PYMEM_DSN, else the embedded server)."""
-    from .. import db as database
-    from ..store import resolve
-
-    ends = resolve(Settings.from_env())
-    return database.connect(ends.admin, role=None)
 
 
 def _print_binding(b) -> None:
@@ -122,10 +102,7 @@ def bind_login_command(role: str, adapter: str, tenants: tuple[str, ...], all_te
 
     Example: pymem db bind-login agent_codex --adapter codex --tenant acme --scope project=billing
     """
-    from ..bindings import bind_login
-    from ..context import parse_scope_pairs
-
-    with _admin_connection() as conn:
+    with admin_connection(Settings.from_env()) as conn:
         binding = bind_login(conn, role, adapter=adapter, tenants=list(tenants) or None,
                              all_tenants=all_tenants, scope=parse_scope_pairs(scope_pairs))
     if as_json:
@@ -144,9 +121,7 @@ def unbind_login_command(role: str) -> None:
 
     Example: pymem db unbind-login agent_codex
     """
-    from ..bindings import unbind_login
-
-    with _admin_connection() as conn:
+    with admin_connection(Settings.from_env()) as conn:
         removed = unbind_login(conn, role)
     if not removed:
         raise PymemCommandError(f"{role} has no binding", exit_code=1)
@@ -161,9 +136,7 @@ def bindings_command(as_json: bool) -> None:
 
     Example: pymem db bindings --json
     """
-    from ..bindings import list_bindings
-
-    with _admin_connection() as conn:
+    with admin_connection(Settings.from_env()) as conn:
         rows = list_bindings(conn)
     if as_json:
         echo_json([b.to_json() for b in rows])

@@ -17,7 +17,7 @@ def demo() -> None:
 
     Example: pymem demo
     """
-    from ..demo import run_demo
+    from ..tools.demo import run_demo
 
     ok = run_demo(click.echo)
     if not ok:

@@ -14,9 +14,8 @@ from typing import Any, TextIO
 
 import click
 
-from ..context import Context
-from ..errors import InvalidArguments, MemoryAdmissionError, PymemError
-from ..provenance import Origin, Provenance
+from .. import (Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, check_dimension,
+               get_embedder, history, recall, refusals)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])
@@ -35,8 +34,6 @@ def _short(text: Any, width: int = 70) -> str:
 
 
 def _embedder(store):
-    from ..embedder import check_dimension, get_embedder
-
     embedder = get_embedder()
     check_dimension(embedder, store.embedding_dim)
     return embedder
@@ -91,8 +88,6 @@ def _parse_line(raw: str, default_origin: str | None) -> tuple[dict[str, Any], P
 
 
 def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_json: bool) -> None:
-    from ..gate import admit
-
     # Check every line first: a malformed line stops the run before anything is written.
     parsed: list[tuple[int, dict[str, Any], Provenance]] = []
     problems: list[str] = []
@@ -179,8 +174,6 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
 
     Example: pymem remember --origin user_asserted "Prefers EUR invoices"
     """
-    from ..gate import admit
-
     if file is not None:
         if text is not None:
             raise click.UsageError("give TEXT or --file, not both")
@@ -241,8 +234,6 @@ def recall_command(query: str, top_k: int, ctx: Context, as_json: bool) -> None:
 
     Example: pymem recall --tenant acme "invoice currency" --top-k 3
     """
-    from ..recall import recall
-
     with open_store() as store:
         result = recall(store.bind(ctx), query, top_k=top_k, embedder=_embedder(store))
     if as_json:
@@ -282,15 +273,13 @@ def audit_refusals(since: str | None, limit: int, ctx: Context, as_json: bool) -
 
     Example: pymem audit refusals --tenant acme --since 2026-01-01T00:00:00Z
     """
-    from ..audit import refusals
-
     with open_store() as store:
         rows = refusals(store.bind(ctx), since=since, limit=limit)
     if as_json:
         for row in rows:
-            echo_json({**row, "occurred_at": row["occurred_at"].isoformat()})
+            echo_json(row.to_json())
         return
-    table([{**r, "occurred_at": r["occurred_at"].isoformat(timespec="seconds")} for r in rows],
+    table([{**r.to_json(), "occurred_at": r.occurred_at.isoformat(timespec="seconds")} for r in rows],
           ["seq", "occurred_at", "actor", "adapter", "origin", "tool", "signature", "reason", "args_digest"])
 
 
@@ -304,18 +293,16 @@ def audit_history(memory_id: str, ctx: Context, as_json: bool) -> None:
 
     Example: pymem audit history --tenant acme fav-colour
     """
-    from ..audit import history
-
     with open_store() as store:
         rows = history(store.bind(ctx), memory_id)
     if not rows:
         raise PymemError(f"no history for memory {memory_id[:100]!r} in this context")
     if as_json:
         for row in rows:
-            echo_json(row)
+            echo_json(row.to_json())
         return
-    table([{**r, "occurred_at": r["occurred_at"].isoformat(timespec="seconds"),
-            "provenance": json.dumps(r["provenance"], sort_keys=True) if r["provenance"] else None} for r in rows],
+    table([{**r.to_json(), "occurred_at": r.occurred_at.isoformat(timespec="seconds"),
+            "provenance": json.dumps(r.provenance, sort_keys=True) if r.provenance else None} for r in rows],
           ["seq", "event", "occurred_at", "actor", "adapter", "origin", "policy_fingerprint", "provenance"])
 
 

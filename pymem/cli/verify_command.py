@@ -5,23 +5,12 @@ Exit codes: 0 clean, 1 tampering found (or nothing signed), 2 usage or connectio
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
+from .. import PymemError, anchor_store, audit_chain
 from .common import PymemCommandError, echo_json, json_option, open_store
-
-
-@contextmanager
-def _connection(store, tenant: str | None):
-    """The app's connection for one tenant, the administrative one for every tenant."""
-    if tenant:
-        with store.pool.connection() as conn:
-            yield conn
-    else:
-        with store.admin_connection() as conn:
-            yield conn
 
 
 def _print_report(report, label: str) -> None:
@@ -47,14 +36,6 @@ def _print_checkpoints(report) -> None:
         click.echo(f"CHECKPOINT MISMATCH in tenant {f.tenant} at seq {f.seq}: {f.problem}")
 
 
-def _trusted_key(settings, public_key: Path | None) -> str:
-    from ..integrity.signing import load_key, load_public_hex, public_bytes
-
-    if public_key is not None:
-        return public_bytes(load_public_hex(public_key.read_text(encoding="utf-8"))).hex()
-    return load_key(settings.signing_key_path).public_hex
-
-
 @click.command()
 @click.option("--tenant", envvar="PYMEM_TENANT",
               help="Verify only this tenant [env: PYMEM_TENANT]; default: every tenant (needs pymem_auditor).")
@@ -78,43 +59,22 @@ def verify(tenant: str | None, checkpoints: str | None, public_key: Path | None,
 
     Example: pymem verify --tenant acme --checkpoints /srv/pymem/checkpoints.jsonl --independent
     """
-    from ..errors import PymemError
-    from ..integrity.checkpoints import check_checkpoints, open_sink
-    from ..integrity.independent import verify_independently
-    from ..verify import verify_store
-
-    out: dict = {}
     try:
         with open_store() as store:
-            report = verify_store(store, tenant or None)
-            out["sql"] = report
-            if independent:
-                with _connection(store, tenant or None) as conn:
-                    out["independent"] = verify_independently(conn, tenant or None)
-            if checkpoints:
-                trusted = _trusted_key(store.settings, public_key)
-                with _connection(store, tenant or None) as conn:
-                    out["checkpoints"] = check_checkpoints(conn, open_sink(checkpoints).read(),
-                                                           trusted_key=trusted, tenant=tenant or None)
+            result = audit_chain(store, tenant or None, independent=independent, checkpoints=checkpoints,
+                                 public_key=public_key)
     except PymemError as exc:
         # Anything but a finding is a usage or connection problem: exit 2, never 1.
         raise PymemCommandError(str(exc), exit_code=2) from exc
-    clean = all(r.clean for r in out.values())
     if as_json:
-        body = report.to_json()
-        if "independent" in out:
-            body["independent"] = out["independent"].to_json()
-        if "checkpoints" in out:
-            body["checkpoints"] = out["checkpoints"].to_json()
-        body["clean"] = clean
-        echo_json(body)
+        echo_json(result.to_json())
     else:
-        _print_report(report, "")
-        if "independent" in out:
-            _print_report(out["independent"], "independent: ")
-        if "checkpoints" in out:
-            _print_checkpoints(out["checkpoints"])
-    if not clean:
+        _print_report(result.database, "")
+        if result.independent is not None:
+            _print_report(result.independent, "independent: ")
+        if result.checkpoints is not None:
+            _print_checkpoints(result.checkpoints)
+    if not result.clean:
         raise SystemExit(1)
 
 
@@ -134,30 +94,21 @@ def anchor(checkpoints: str, tenant: str | None, as_json: bool) -> None:
 
     Example: pymem anchor --checkpoints /srv/pymem/checkpoints.jsonl
     """
-    from ..errors import PymemError
-    from ..integrity.checkpoints import anchor as anchor_heads
-    from ..integrity.checkpoints import open_sink
-    from ..integrity.signing import load_or_create_key
-
     try:
         with open_store() as store:
-            key = load_or_create_key(store.settings.signing_key_path)
-            with _connection(store, tenant or None) as conn:
-                made, earlier = anchor_heads(conn, open_sink(checkpoints), key, tenant=tenant or None)
+            result = anchor_store(store, checkpoints, tenant or None)
     except PymemError as exc:
         raise PymemCommandError(str(exc), exit_code=2) from exc
     if as_json:
-        echo_json({"anchored": [cp.__dict__ for cp in made], "earlier": earlier.to_json(),
-                   "public_key": key.public_hex})
+        echo_json(result.to_json())
+    elif result.clean:
+        for cp in result.anchored:
+            click.echo(f"tenant {cp.tenant}: seq {cp.seq} hash {cp.chain_hash}")
+        click.echo(f"anchored {len(result.anchored)} tenant head(s) in {checkpoints} (key {result.public_key[:16]}…)")
     else:
-        if earlier.clean:
-            for cp in made:
-                click.echo(f"tenant {cp.tenant}: seq {cp.seq} hash {cp.chain_hash}")
-            click.echo(f"anchored {len(made)} tenant head(s) in {checkpoints} (key {key.public_hex[:16]}…)")
-        else:
-            _print_checkpoints(earlier)
-            click.echo("nothing anchored")
-    if not earlier.clean:
+        _print_checkpoints(result.earlier)
+        click.echo("nothing anchored")
+    if not result.clean:
         raise SystemExit(1)
 
 

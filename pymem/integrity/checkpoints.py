@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol
 
 import psycopg
+from psycopg.rows import dict_row
 
-from .. import db
+from .. import db, queries
 from ..context import Context
 from ..errors import InvalidArguments
 from .signing import SigningKey, verify_signature
@@ -170,11 +171,9 @@ def check_checkpoints(conn: psycopg.Connection, checkpoints: Iterable[Checkpoint
             if not cp.signature_ok():
                 findings.append(CheckpointFinding(cp.tenant, cp.seq, "checkpoint signature does not verify"))
                 continue
-            row = conn.execute("select chain_hash from pymem.ledger where tenant_id = %s and seq = %s",
-                               (cp.tenant, cp.seq), prepare=False).fetchone()
+            row = conn.execute(queries.query("ledger_entry_hash"), (cp.tenant, cp.seq), prepare=False).fetchone()
             if row is None:
-                last = conn.execute("select max(seq) from pymem.ledger where tenant_id = %s",
-                                    (cp.tenant,), prepare=False).fetchone()[0]
+                last = conn.execute(queries.query("ledger_last_seq"), (cp.tenant,), prepare=False).fetchone()[0]
                 findings.append(CheckpointFinding(
                     cp.tenant, cp.seq, f"chain truncated: the checkpoint at seq {cp.seq} (taken {cp.taken_at}) "
                                        f"is gone, the chain now ends at seq {last or 0}"))
@@ -199,21 +198,17 @@ def anchor(conn: psycopg.Connection, sink: CheckpointSink, key: SigningKey, *,
     with db.translate_errors(), conn.transaction():
         if tenant:
             db.set_context(conn, Context(tenant=tenant))
-        rows = conn.execute(
-            "select h.tenant_id, h.seq, h.chain_hash, l.seq, l.chain_hash, l.occurred_at, clock_timestamp(),"
-            " current_database()"
-            " from pymem.chain_heads h"
-            " left join lateral (select x.seq, x.chain_hash, x.occurred_at from pymem.ledger x"
-            "                     where x.tenant_id = h.tenant_id order by x.seq desc limit 1) l on true"
-            " where %s::text is null or h.tenant_id = %s order by h.tenant_id",
-            (tenant, tenant), prepare=False).fetchall()
+        with conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(queries.query("heads_to_anchor"), (tenant, tenant), prepare=False).fetchall()
     findings, out = [], []
-    for t, head_seq, head_hash, last_seq, last_hash, occurred_at, now, database in rows:
-        if last_seq is None or head_seq != last_seq or bytes(head_hash) != bytes(last_hash):
-            findings.append(CheckpointFinding(t, head_seq, "chain head does not match the last ledger entry"))
+    for r in rows:
+        if r["last_seq"] is None or r["head_seq"] != r["last_seq"] or bytes(r["head_hash"]) != bytes(r["last_hash"]):
+            findings.append(CheckpointFinding(r["tenant_id"], r["head_seq"],
+                                              "chain head does not match the last ledger entry"))
             continue
-        cp = Checkpoint(tenant=t, seq=last_seq, chain_hash=bytes(last_hash).hex(), head_at=_iso(occurred_at),
-                        taken_at=_iso(now), database=database, public_key=key.public_hex)
+        cp = Checkpoint(tenant=r["tenant_id"], seq=r["last_seq"], chain_hash=bytes(r["last_hash"]).hex(),
+                        head_at=_iso(r["occurred_at"]), taken_at=_iso(r["taken_at"]), database=r["database"],
+                        public_key=key.public_hex)
         out.append(Checkpoint(**dict(asdict(cp), signature=base64.b64encode(key.sign(cp.signed_bytes())).decode())))
     if findings:
         return [], CheckpointReport(checked=earlier.checked, findings=findings)

@@ -14,29 +14,10 @@ from typing import Any, Iterator
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import db
+from .. import db, queries
 from ..context import Context
-from ..verify import TenantVerification, VerifyReport
+from .verify import TenantVerification, VerifyReport
 from . import hashing
-
-_LEDGER = """
-select tenant_id, seq, event, memory_id, revision, content_hash, actor, adapter, details::text as details,
-       occurred_at, hash_version, prev_hash, chain_hash
-  from pymem.ledger where tenant_id = %s order by seq
-"""
-# The embedding as text: pgvector prints each float4 in its shortest exact form.
-_MEMORIES = """
-select tenant_id, id, scope::text as scope, kind, content, record::text as record, embedding::text as embedding,
-       tags, importance, confidence, origin, source_adapter, provenance::text as provenance, injection_source,
-       policy_fingerprint, revision, created_at, valid_from, invalidated_at, superseded_by, erased_at, content_hash
-  from pymem.memories where tenant_id = %s order by id
-"""
-_TENANTS = """
-select tenant_id from pymem.chain_heads union select tenant_id from pymem.ledger
-union select tenant_id from pymem.memories order by 1
-"""
-_HEAD = "select seq, chain_hash from pymem.chain_heads where tenant_id = %s"
-
 
 def _stream(conn: psycopg.Connection, sql: str, params: tuple) -> Iterator[dict[str, Any]]:
     with conn.cursor(row_factory=dict_row) as cur:
@@ -58,7 +39,7 @@ def _verify_tenant(conn: psycopg.Connection, tenant: str) -> TenantVerification:
     prev = hashing.genesis_hash(tenant)
 
     # 1. the chain: contiguous seq, prev_hash linkage, recomputed chain_hash (first fault by seq)
-    for e in _stream(conn, _LEDGER, (tenant,)):
+    for e in _stream(conn, queries.query("raw_ledger"), (tenant,)):
         entries += 1
         head_seq = e["seq"]
         by_seq[e["seq"]] = bytes(e["chain_hash"])
@@ -75,11 +56,11 @@ def _verify_tenant(conn: psycopg.Connection, tenant: str) -> TenantVerification:
                 fault = (e["seq"], e["memory_id"], "chain_hash does not match the entry's fields")
         prev = bytes(e["chain_hash"])
 
-    head = conn.execute(_HEAD, (tenant,)).fetchone()
+    head = conn.execute(queries.query("raw_chain_head"), (tenant,)).fetchone()
     head_hash = bytes(head[1]) if head else None
     rows_checked = 0
     live_problem: tuple[int | None, str, str] | None = None  # (last seq, id, problem), first by seq
-    for m in _stream(conn, _MEMORIES, (tenant,)):
+    for m in _stream(conn, queries.query("raw_memories"), (tenant,)):
         rows_checked += 1
         last = last_memory_event.pop(m["id"], None)
         problem = None
@@ -135,10 +116,10 @@ def verify_independently(conn: psycopg.Connection, tenant: str | None = None) ->
     context on an app connection, or every tenant on an administrative connection)."""
     started = time.perf_counter()
     with db.translate_errors(), conn.transaction():
-        conn.execute("set transaction isolation level repeatable read")  # one snapshot for every read
+        conn.execute(queries.query("repeatable_read"))  # one snapshot for every read
         if tenant:
             db.set_context(conn, Context(tenant=tenant))
-        tenants = [tenant] if tenant else [r[0] for r in conn.execute(_TENANTS).fetchall()]
+        tenants = [tenant] if tenant else [r[0] for r in conn.execute(queries.query("ledger_tenants")).fetchall()]
         results = [_verify_tenant(conn, t) for t in tenants]
     return VerifyReport(tenants=results, seconds=time.perf_counter() - started)
 

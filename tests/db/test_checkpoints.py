@@ -32,8 +32,8 @@ def key(tmp_path):
 def history(store):
     """acme: five memories and a refusal; globex: two memories."""
     from pymem.errors import MemoryAdmissionError
-    from pymem.gate import admit
-    from pymem.provenance import Provenance
+    from pymem import admit
+    from pymem import Provenance
 
     acme = store.bind(Context(tenant="acme", actor="ops"))
     for i in range(1, 6):

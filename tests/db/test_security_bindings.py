@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
-from conftest import AGENT_LOGIN, APP_LOGIN, PASSWORD, bind_login, login_dsn
-from pymem.bindings import bind_login as lib_bind_login
-from pymem.bindings import list_bindings, unbind_login
+from helpers.database import AGENT_LOGIN, APP_LOGIN, PASSWORD, bind_login, login_dsn
+from pymem import bind_login as lib_bind_login
+from pymem import list_bindings, unbind_login
 from pymem.context import Context
 from pymem.errors import AccessDenied, InvalidArguments, NotFound
 

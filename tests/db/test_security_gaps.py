@@ -16,8 +16,9 @@ import pytest
 from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
-from conftest import AGENT_LOGIN, APP_LOGIN, bind_login, login_dsn
-from pymem.context import Context, is_plain_text
+from helpers.database import AGENT_LOGIN, APP_LOGIN, bind_login, login_dsn
+from pymem.context import Context
+from pymem.vocabulary import is_plain_text
 from pymem.errors import ContextError
 
 
@@ -114,9 +115,9 @@ def test_the_ledger_shows_only_what_the_context_could_read(database, scoped):
 
 
 def test_refusal_events_follow_the_refused_writes_scope(database, store):
-    from pymem.gate import admit
+    from pymem import admit
     from pymem.errors import MemoryAdmissionError
-    from pymem.provenance import Provenance
+    from pymem import Provenance
 
     red = store.bind(Context(tenant="acme", scope={"team": "red"}))
     with pytest.raises(MemoryAdmissionError):
@@ -279,9 +280,9 @@ def test_the_database_and_python_agree_on_plain_text(database):
 
 
 def test_a_spoofed_source_is_cleaned_before_it_is_audited(database, store):
-    from pymem.gate import admit
+    from pymem import admit
     from pymem.errors import MemoryAdmissionError
-    from pymem.provenance import Provenance
+    from pymem import Provenance
 
     with pytest.raises(MemoryAdmissionError) as refused:
         admit(store.bind(Context(tenant="acme")), "a blog says so",

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg import errors as pgerr
 
-from conftest import AGENT_LOGIN, AUDITOR_LOGIN, APP_LOGIN, bind_login, login_dsn
+from helpers.database import AGENT_LOGIN, AUDITOR_LOGIN, APP_LOGIN, bind_login, login_dsn
 
 # Every built-in type name the schema's functions use (declarations, casts, signatures), and a
 # few more. Each is shadowed in turn by a temporary domain.
@@ -46,6 +46,7 @@ APP_CALLS = [
     "insert into pymem.memories (tenant_id, id, content, source_adapter) values ('acme', 'm-new', 'x', {adapter})",
     "update pymem.memories set content = 'y' where id = 'm-new'",
     "select pymem.delete_memories(array['m-new'])",
+    "select pymem.purge_idempotency_keys()",
     "select pymem.record_refusal('user_asserted', 'chat', 'instruction-shaped', 'sig.x', "
     "'sha256:' || repeat('a', 64), null)",
     "select count(*) from pymem.verify_chain('acme')",

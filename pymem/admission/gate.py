@@ -1,0 +1,180 @@
+"""The write gate: a memory becomes durable only if its origin says it may.
+
+`admit(memories, record, provenance)` judges the record under the admission policy in force
+(pymem.admission.judge), and then either
+
+* refuses it: the refusal is first chained into the tenant's ledger and COMMITTED, on a pooled
+  connection and in a transaction of its own (pymem.admission.refusals), and only then is
+  `MemoryAdmissionError(reason, signature=..., audit_seq=...)` raised. A caller that swallows the
+  exception, or rolls back its own transaction (even one it passed in as `conn=`), cannot erase
+  the evidence. The event holds a digest of the arguments, never the content.
+* or writes a NEW record (the input is never returned nor mutated): the caller's fields plus the
+  provenance (with the context's adapter), the origin, the confidence the policy believes (capped
+  by the origin's ceiling) and the policy fingerprint. Admitted writes are not separately
+  audited: their provenance, stored on the row and chained by the ledger, is the record.
+
+Identity comes from the context, never from the record: the provenance's adapter must be the
+context's adapter (RLS makes the row's `source_adapter` the context's adapter anyway, and a login
+bound in pymem.login_bindings cannot act as any other). Nothing is logged with content.
+
+One limit, stated rather than hidden: a refusal needs the tenant's chain-head lock. If the
+caller's own transaction (passed as `conn=`) already wrote to the same tenant, it holds that lock
+until it ends, so no independent transaction can chain the refusal first. The gate detects this
+and still refuses, with `audit_seq=None` and a reason saying it was not audited; write refusable
+records before (or outside) such a transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any, Mapping
+
+import psycopg
+from psycopg import errors as pgerr
+from psycopg.pq import TransactionStatus
+
+from .judge import Decision, admitted_record, digest_of_arguments, judge
+from .. import queries
+from ..embedder import Embedder, check_dimension, get_embedder
+from ..errors import InvalidArguments, MemoryAdmissionError
+from .policy import AdmissionPolicy
+from .provenance import Provenance
+from .refusals import record_refusal
+from ..storage.chunks import first_present
+from ..storage.validate import check_id
+from ..vocabulary import CONTENT_KEYS, ID_KEYS, VECTOR_KEYS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..storage.memories import Memories
+    from ..storage.store import Store
+
+__all__ = ["admit", "bind_provenance", "NOT_AUDITED"]
+
+log = logging.getLogger(__name__)
+
+NOT_AUDITED = ("not audited: the caller's transaction already holds this tenant's chain lock, so no "
+               "independent transaction could record the refusal first")
+
+
+def bind_provenance(provenance: Provenance | Mapping[str, Any], adapter: str | None) -> Provenance:
+    """The provenance with the context's adapter: filled in when absent, refused when it names
+    another adapter (identity comes from the context, never from the caller's claim)."""
+    if isinstance(provenance, Mapping):
+        provenance = Provenance.from_json(provenance)
+    if not isinstance(provenance, Provenance):
+        raise InvalidArguments(f"provenance must be a Provenance or a JSON object, not {type(provenance).__name__}")
+    if provenance.adapter is None:
+        return dataclasses.replace(provenance, adapter=adapter) if adapter is not None else provenance
+    if provenance.adapter != adapter:
+        acting = f"adapter {adapter!r}" if adapter is not None else "the operator (no adapter)"
+        raise InvalidArguments(
+            f"the provenance names adapter {provenance.adapter[:100]!r} but the context acts as {acting}; "
+            "the adapter comes from the context")
+    return provenance
+
+
+def _as_record(record: Any) -> Mapping[str, Any]:
+    if isinstance(record, str):
+        return {"content": record}
+    if not isinstance(record, Mapping):
+        raise InvalidArguments(f"a memory record must be an object or a string, not {type(record).__name__}")
+    return record
+
+
+def _holds_chain_lock(memories: "Memories", conn: psycopg.Connection) -> bool:
+    if conn.info.transaction_status != TransactionStatus.INTRANS:
+        return False  # idle: no locks; failed: cannot ask (the audit's lock timeout bounds the wait)
+    with memories.store.transaction(memories.ctx, conn) as c:
+        # pymem.holds_chain_lock (sql/schema.sql) tells from the head row's xmin, on this connection.
+        return bool(c.execute(queries.query("holds_chain_lock"), (memories.ctx.tenant,)).fetchone()[0])
+
+
+def _refuse(memories: "Memories", decision: Decision, provenance: Provenance, digest: str,
+            conn: psycopg.Connection | None) -> MemoryAdmissionError:
+    """Audit the refusal durably, then return the exception to raise."""
+    if conn is not None and _holds_chain_lock(memories, conn):
+        log.warning("admission refused but not audited: tenant=%s origin=%s signature=%s digest=%s "
+                    "(the caller's transaction holds the tenant's chain lock)",
+                    memories.ctx.tenant, provenance.origin.value, decision.signature, digest)
+        return MemoryAdmissionError(f"{decision.reason}; {NOT_AUDITED}", signature=decision.signature,
+                                    audit_seq=None)
+    seq = record_refusal(
+        memories.store, memories.ctx, origin=provenance.origin.value, source=provenance.source,
+        reason=decision.reason, signature=decision.signature, digest=digest,
+        policy_fingerprint=decision.policy_fingerprint)
+    return MemoryAdmissionError(decision.reason, signature=decision.signature, audit_seq=seq)
+
+
+def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> list[float] | None:
+    if content is None:
+        return None
+    embedder = embedder if embedder is not None else get_embedder()
+    check_dimension(embedder, store.embedding_dim)
+    return embedder.embed([content])[0]
+
+
+def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
+          policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
+          conn: psycopg.Connection | None = None) -> dict[str, Any]:
+    """Judge `record` and write it, or audit the refusal and raise MemoryAdmissionError.
+
+    `record`: an object (or a bare string, taken as its content). The store reads `id` (else
+    `chunk_id`/`memory_id`; generated when absent), `content` (else `distillate`/`text`),
+    `embedding`/`vector` (computed from the content with `embedder`, default
+    pymem.embedder.get_embedder(), when absent), `tags`, `kind`, `scope` (default: the
+    context's), `importance` and `confidence` (a request; the policy caps it). Everything else is
+    kept in the stored record. `policy` defaults to AdmissionPolicy.from_env(), read now.
+
+    Returns the admitted record as written (a new dict, without vectors): the caller's fields
+    plus `id`, `origin`, `provenance`, `confidence`, `policy_fingerprint` (and `injection_source`).
+    With `conn`, the write joins the caller's transaction as a savepoint; a refusal's audit never
+    does (see the module docstring).
+    """
+    record = _as_record(record)
+    ctx = memories.ctx
+    provenance = bind_provenance(provenance, ctx.adapter)
+    policy = policy if policy is not None else AdmissionPolicy.from_env()
+    if not isinstance(policy, AdmissionPolicy):
+        raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
+
+    decision = judge(record, provenance, policy)
+    if not decision.admitted:
+        raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
+
+    out = admitted_record(record, provenance, policy)
+    vector = first_present(out, VECTOR_KEYS)
+    for key in VECTOR_KEYS:
+        out.pop(key, None)
+    raw_id = first_present(out, ID_KEYS)
+    memory_id = check_id(raw_id) if raw_id is not None else str(uuid.uuid4())
+    out["id"] = memory_id
+    content = first_present(out, CONTENT_KEYS)
+    if content is not None and not isinstance(content, str):
+        raise InvalidArguments("content must be a string")
+    if vector is None:
+        vector = _embedding_for(memories.store, content, embedder)
+    if content is None and vector is None:
+        raise InvalidArguments("a memory needs text (content, distillate or text) or an embedding")
+
+    row = {
+        "id": memory_id,
+        "content": content,
+        "record": out,
+        "embedding": vector,
+        "tags": out.get("tags"),
+        "kind": out.get("kind"),
+        "scope": out["scope"] if out.get("scope") is not None else dict(ctx.scope),
+        "importance": out.get("importance"),
+        "confidence": out["confidence"],
+        "origin": out["origin"],
+        "provenance": out["provenance"],
+        "injection_source": out.get("injection_source"),
+        "policy_fingerprint": out["policy_fingerprint"],
+    }
+    try:
+        memories.add([row], conn=conn)
+    except pgerr.UniqueViolation:
+        raise InvalidArguments(f"a memory with id {memory_id[:100]!r} already exists") from None
+    return out

@@ -1,0 +1,325 @@
+"""The write gate and the recall re-judge, as pure functions (no database, no I/O).
+
+Why pure. The database layer must write an audit event for every refusal *before* raising,
+inside the same transaction, so it needs the decision as a value first (`judge`) and the
+exception second. Keeping the logic here, free of connections, also makes every rule testable
+in microseconds and identical wherever it runs.
+
+Order of judgement, and why:
+
+1. Instruction-shaped content is refused whatever the origin. A user can paste a poisoned
+   e-mail just as easily as a tool can return one; the origin says who vouches for the text,
+   not that the text is safe to replay to a model later.
+2. Then the origin's rule from the policy table: persist or not, required citation /
+   injection source, confidence ceiling.
+
+Nothing here ever puts memory content into a reason, an exception message or a digest other
+than through a hash: refusals are logged and audited, and logs must not become a second copy
+of the poison (or of the user's private data).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import decimal
+import hashlib
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .scanning import instruction_shaped
+from ..errors import InvalidArguments, MemoryAdmissionError
+from .policy import AdmissionPolicy
+from .provenance import Origin, Provenance
+from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS, canonical_json as _canonical_json
+
+__all__ = [
+    "Decision",
+    "judge",
+    "admitted_record",
+    "digest_of_arguments",
+    "rejudge",
+    "canonical_json",
+    "GUARD_REASON_MAX",
+]
+
+#: Keys `admitted_record` owns in the returned record. `injection_source` is also a top-level
+#: record key because the storage contract (pymem.storage.chunks) reads it there.
+_BOOKKEEPING_KEYS = ("provenance", "origin", "confidence", "policy_fingerprint", "injection_source")
+#: Longest guard reason kept in a Decision (guards are third-party code with chatty messages).
+GUARD_REASON_MAX = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of judging one record. `reason` never contains record content."""
+
+    admitted: bool
+    reason: str
+    signature: str | None = None
+    confidence: float | None = None
+    origin: Origin | None = None
+    policy_fingerprint: str | None = None
+
+    def __bool__(self) -> bool:  # `if judge(...):` reads naturally
+        return self.admitted
+
+
+def _refuse(reason: str, origin: Origin | None, policy: AdmissionPolicy, signature: str | None = None) -> Decision:
+    return Decision(False, reason, signature, None, origin, policy.fingerprint)
+
+
+def _check_types(record: Any, provenance: Any, policy: Any) -> None:
+    if not isinstance(record, Mapping):
+        raise InvalidArguments(f"a memory record must be a mapping, not {type(record).__name__}")
+    if not isinstance(provenance, Provenance):
+        raise InvalidArguments(f"provenance must be a Provenance, not {type(provenance).__name__}")
+    if not isinstance(policy, AdmissionPolicy):
+        raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
+
+
+def _incoming_confidence(record: Mapping[str, Any]) -> float | None:
+    value = record.get("confidence")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise InvalidArguments("record confidence must be a number in [0, 1]")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise InvalidArguments("record confidence must be a number in [0, 1]")
+    return value
+
+
+def _check_consistency(record: Mapping[str, Any], provenance: Provenance) -> None:
+    """A record that already names an origin or provenance must agree with the one given:
+    a mismatch is a caller bug or an attempt to launder an origin, never something to guess at."""
+    if "origin" in record and record["origin"] is not None and record["origin"] != provenance.origin.value:
+        raise InvalidArguments("record origin does not match its provenance origin")
+    if "provenance" in record and record["provenance"] is not None and record["provenance"] != provenance.to_json():
+        raise InvalidArguments("record provenance does not match the provenance given")
+    if record.get("injection_source") is not None and record["injection_source"] != provenance.injection_source:
+        raise InvalidArguments("record injection_source does not match the provenance's injection_source")
+
+
+def _scan(record: Mapping[str, Any], provenance: Provenance) -> str | None:
+    """Instruction signature in the record's content or in the provenance's free-text fields.
+
+    The bookkeeping keys are skipped (they are ours and checked separately); the provenance's
+    strings are scanned because recall shows them to the model next to the content.
+    """
+    content = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS}
+    found = instruction_shaped(content)
+    if found is None:
+        meta = [v for k, v in provenance.to_json().items() if k != "origin" and isinstance(v, str)]
+        found = instruction_shaped(meta) if meta else None
+    return found
+
+
+def _believed(verb: str, origin: Origin, rule, given: float | None, policy: AdmissionPolicy) -> "Decision":
+    """A positive Decision at the confidence the rule believes, saying when it capped `given`."""
+    confidence = rule.cap(given)
+    capped = given is not None and confidence < given
+    reason = f"{verb}: {origin.value}" + (f", confidence capped at {rule.ceiling:g}" if capped else "")
+    return Decision(True, reason, None, confidence, origin, policy.fingerprint)
+
+
+def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy,
+                    *, current: bool) -> "Decision | None":
+    """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
+    then the origin's rule (persists at all, citation, injection source)."""
+    origin = provenance.origin
+    signature = _scan(record, provenance)
+    if signature is not None:
+        return _refuse(f"instruction-shaped content ({signature})", origin, policy, signature)
+    rule = policy.rule_for(origin)
+    if not rule.persist:
+        which = "the current admission policy" if current else "the admission policy"
+        return _refuse(f"origin {origin.value} is not persisted by {which}", origin, policy)
+    if rule.requires_citation and not provenance.citation:
+        return _refuse(f"origin {origin.value} requires a citation", origin, policy)
+    if rule.requires_injection_source and not provenance.injection_source:
+        return _refuse(f"origin {origin.value} requires an injection_source", origin, policy)
+    return None
+
+
+def judge(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy) -> Decision:
+    """Decide whether `record` may be written, and at what confidence. Never raises for a
+    refusal (only for malformed arguments): the caller audits the Decision, then raises."""
+    _check_types(record, provenance, policy)
+    _check_consistency(record, provenance)
+    given = _incoming_confidence(record)
+    origin = provenance.origin
+
+    refusal = _policy_refusal(record, provenance, policy, current=False)
+    if refusal is not None:
+        return refusal
+    rule = policy.rule_for(origin)
+
+    return _believed("admitted", origin, rule, given, policy)
+
+
+def admitted_record(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy) -> dict[str, Any]:
+    """The record as it may be stored: a NEW dict (deep copy; the input is never mutated)
+    carrying `provenance`, `origin`, the policy-capped `confidence` and `policy_fingerprint`,
+    plus `injection_source` for injected context (the storage contract reads it top-level).
+
+    Raises `MemoryAdmissionError(reason, signature=...)` on refusal. The database layer should
+    call `judge` itself first when it needs to audit the refusal before raising.
+    """
+    decision = judge(record, provenance, policy)
+    if not decision.admitted:
+        raise MemoryAdmissionError(decision.reason, signature=decision.signature)
+    out = copy.deepcopy(dict(record))
+    out["provenance"] = provenance.to_json()
+    out["origin"] = provenance.origin.value
+    out["confidence"] = decision.confidence
+    out["policy_fingerprint"] = policy.fingerprint
+    if provenance.injection_source is not None:
+        out["injection_source"] = provenance.injection_source
+    else:
+        out.pop("injection_source", None)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# digests
+# ----------------------------------------------------------------------------------------------
+
+
+def _json_default(value: Any) -> Any:
+    """Deterministic JSON for the few non-JSON types records plausibly contain."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=lambda v: canonical_json(v))
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$bytes": bytes(value).hex()}
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, (uuid.UUID, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, Origin):
+        return value.value
+    if isinstance(value, Provenance):
+        return value.to_json()
+    # The type name only: never the value, which may be content.
+    raise InvalidArguments(f"cannot digest a value of type {type(value).__name__}")
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON (pymem.vocabulary) of arguments to digest, with the few non-JSON types
+    records plausibly contain converted deterministically."""
+    try:
+        return _canonical_json(value, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, InvalidArguments):
+            raise
+        raise InvalidArguments(f"cannot digest the arguments: {type(exc).__name__}") from None
+
+
+def digest_of_arguments(record: Mapping[str, Any], provenance: Provenance | Mapping[str, Any] | None) -> str:
+    """"sha256:<hex>" over the canonical JSON of {"record": ..., "provenance": ...}.
+
+    This is what an audit event stores about a refused write: enough to recognise the same
+    arguments again, nothing that reveals them.
+    """
+    prov = provenance.to_json() if isinstance(provenance, Provenance) else provenance
+    payload = canonical_json({"record": record, "provenance": prov})
+    return "sha256:" + hashlib.sha256(payload.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------
+# recall
+# ----------------------------------------------------------------------------------------------
+
+
+def _recall_text(record: Mapping[str, Any]) -> str:
+    """The text a guard should see: the record's text (content, else distillate, else text)
+    if it is a string, else the record without bookkeeping keys and vectors, as canonical JSON."""
+    for key in CONTENT_KEYS:
+        if isinstance(record.get(key), str):
+            return record[key]
+    rest = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS and k not in VECTOR_KEYS}
+    try:
+        return canonical_json(rest)
+    except InvalidArguments:
+        return repr(rest)
+
+
+def _short(reason: Any) -> str | None:
+    if reason is None:
+        return None
+    text = str(reason).replace("\x00", "")
+    text = " ".join(text.split())
+    if not text:
+        return None
+    return text if len(text) <= GUARD_REASON_MAX else text[: GUARD_REASON_MAX - 1] + "…"
+
+
+def _guard_verdict(guard: Any, text: str) -> tuple[bool, str | None]:
+    """(allowed, reason) from any guard object with `check_input(text)`.
+
+    Refusals: a raised exception, a falsy return, `.allowed` false, `.blocked` true, or a
+    mapping with `allowed` false / `blocked` true. The guard's own `reason` (attribute or key)
+    is used when present; an exception contributes its type name, and its `reason` attribute
+    if it has one, never its message (which may quote the text).
+    """
+    try:
+        result = guard.check_input(text)
+    except Exception as exc:  # a guard that fails must fail closed
+        return False, _short(getattr(exc, "reason", None)) or f"raised {type(exc).__name__}"
+    if isinstance(result, Mapping):
+        reason = _short(result.get("reason"))
+        if "allowed" in result:
+            return bool(result["allowed"]), reason
+        if "blocked" in result:
+            return not bool(result["blocked"]), reason
+        return bool(result), reason
+    reason = _short(getattr(result, "reason", None))
+    if hasattr(result, "allowed"):
+        return bool(result.allowed), reason
+    if hasattr(result, "blocked"):
+        return not bool(result.blocked), reason
+    return bool(result), reason
+
+
+def rejudge(
+    stored_record: Mapping[str, Any],
+    provenance_json: Mapping[str, Any] | None,
+    policy: AdmissionPolicy,
+    guard: Any = None,
+) -> Decision:
+    """Judge a stored row again at recall time, under the policy in force *now*.
+
+    Withheld when: it has no (or malformed) provenance; it is instruction-shaped (the
+    signatures may have grown since it was written); its origin is no longer persisted or its
+    citation / injection-source requirement is unmet; or `guard` refuses it. Otherwise
+    returned with its confidence capped by the current rule.
+    """
+    if not isinstance(stored_record, Mapping):
+        raise InvalidArguments(f"a stored record must be a mapping, not {type(stored_record).__name__}")
+    if not isinstance(policy, AdmissionPolicy):
+        raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
+    if not provenance_json:
+        return _refuse("unproven: no provenance", None, policy)
+    try:
+        provenance = Provenance.from_json(provenance_json)
+    except InvalidArguments:
+        return _refuse("unproven: malformed provenance", None, policy)
+    origin = provenance.origin
+
+    refusal = _policy_refusal(stored_record, provenance, policy, current=True)
+    if refusal is not None:
+        return refusal
+    rule = policy.rule_for(origin)
+
+    if guard is not None:
+        allowed, reason = _guard_verdict(guard, _recall_text(stored_record))
+        if not allowed:
+            return _refuse(f"guard: {reason}" if reason else "guard refused", origin, policy)
+
+    try:
+        stored = _incoming_confidence(stored_record)
+    except InvalidArguments:
+        stored = None  # a damaged stored confidence falls back to the rule's default
+    return _believed("recalled", origin, rule, stored, policy)

@@ -1,0 +1,104 @@
+"""The chain checked against evidence the database cannot forge, for a whole store.
+
+`audit_chain` runs the database's own verification and, on request, the independent Python
+verifier and the signed checkpoints; `anchor_store` signs the current heads. Both pick the right
+connection: the app's for one tenant, the administrative one for every tenant.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import psycopg
+
+from .checkpoints import Checkpoint, CheckpointReport, anchor, check_checkpoints, open_sink
+from .independent import verify_independently
+from .signing import load_key, load_or_create_key, load_public_hex, public_bytes
+from .verify import VerifyReport, verify_store
+
+
+@contextmanager
+def _connection(store, tenant: str | None) -> Iterator[psycopg.Connection]:
+    if tenant:
+        with store.pool.connection() as conn:
+            yield conn
+    else:
+        with store.admin_connection() as conn:
+            yield conn
+
+
+@dataclass(frozen=True)
+class ChainAudit:
+    """The database's verdict, and what the independent verifier and the checkpoints say."""
+
+    database: VerifyReport
+    independent: VerifyReport | None = None
+    checkpoints: CheckpointReport | None = None
+
+    @property
+    def clean(self) -> bool:
+        return all(r.clean for r in (self.database, self.independent, self.checkpoints) if r is not None)
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.database.to_json()
+        if self.independent is not None:
+            out["independent"] = self.independent.to_json()
+        if self.checkpoints is not None:
+            out["checkpoints"] = self.checkpoints.to_json()
+        out["clean"] = self.clean
+        return out
+
+
+def trusted_public_key(store, public_key: str | Path | None = None) -> str:
+    """The hex key checkpoints must carry: from `public_key` (a file of hex or PEM), else derived
+    from the installation's signing key (PYMEM_SIGNING_KEY)."""
+    if public_key is not None:
+        return public_bytes(load_public_hex(Path(public_key).read_text(encoding="utf-8"))).hex()
+    return load_key(store.settings.signing_key_path).public_hex
+
+
+def audit_chain(store, tenant: str | None = None, *, independent: bool = False, checkpoints: str | None = None,
+                public_key: str | Path | None = None) -> ChainAudit:
+    """Verify the chain with the database's function, and optionally recompute it in Python and
+    compare it with the signed checkpoints in `checkpoints` (a file or `SCHEME:TARGET`)."""
+    database = verify_store(store, tenant)
+    found_independent = found_checkpoints = None
+    if independent:
+        with _connection(store, tenant) as conn:
+            found_independent = verify_independently(conn, tenant)
+    if checkpoints:
+        trusted = trusted_public_key(store, public_key)
+        with _connection(store, tenant) as conn:
+            found_checkpoints = check_checkpoints(conn, open_sink(checkpoints).read(), trusted_key=trusted,
+                                                  tenant=tenant)
+    return ChainAudit(database, found_independent, found_checkpoints)
+
+
+@dataclass(frozen=True)
+class AnchorResult:
+    anchored: list[Checkpoint]
+    earlier: CheckpointReport
+    public_key: str
+
+    @property
+    def clean(self) -> bool:
+        return self.earlier.clean
+
+    def to_json(self) -> dict[str, Any]:
+        return {"anchored": [cp.__dict__ for cp in self.anchored], "earlier": self.earlier.to_json(),
+                "public_key": self.public_key}
+
+
+def anchor_store(store, checkpoints: str, tenant: str | None = None) -> AnchorResult:
+    """Sign each tenant's head with the installation's key (created on first use) and append it
+    to `checkpoints`; nothing is signed when the chain no longer extends an earlier checkpoint."""
+    key = load_or_create_key(store.settings.signing_key_path)
+    with _connection(store, tenant) as conn:
+        made, earlier = anchor(conn, open_sink(checkpoints), key, tenant=tenant)
+    return AnchorResult(made, earlier, key.public_hex)
+
+
+__all__ = ["ChainAudit", "AnchorResult", "audit_chain", "anchor_store", "trusted_public_key"]

@@ -1,0 +1,159 @@
+"""The one write path: every memory row pymem writes is checked by `check_row` and written by
+`write_rows`, whoever asks (the write gate through `Memories.add`, import and `upsert_many`).
+
+One validator, so the paths cannot disagree about what a row may hold (zero or non-finite
+vectors, the dimension, record and content sizes, origins, scopes); one column list, read from
+the named INSERT (sql/queries.sql), so Python and the statement cannot drift apart. Each batch
+is one multi-row INSERT per `ROWS_PER_STATEMENT` rows: the chain trigger then locks the
+tenant's head once per statement instead of once per row (COPY is refused under RLS).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import psycopg
+from pgvector import Vector
+from psycopg.types.json import Jsonb
+
+from .. import queries
+from ..context import Context, check_scope
+from ..errors import ContextError, InvalidArguments
+from ..vocabulary import (INJECTED, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MAX_POLICY_FINGERPRINT,
+                          MAX_RECORD_BYTES, ORIGINS, canonical_json)
+from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
+
+__all__ = ["MemoryRow", "WRITE_COLUMNS", "ROWS_PER_STATEMENT", "check_row", "write_rows"]
+
+#: The columns every write names, in the order of the named INSERT (sql/queries.sql).
+WRITE_COLUMNS: tuple[str, ...] = queries.insert_columns("insert_memories")
+#: Rows per INSERT statement (18 parameters each: far below the 65,535 a statement may carry).
+ROWS_PER_STATEMENT = 500
+#: Columns a write takes from the context, never from the row.
+CONTEXT_COLUMNS = ("tenant_id", "source_adapter")
+
+_KIND = re.compile(KIND_PATTERN)
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One validated memory row, ready to write: every column of WRITE_COLUMNS but the context's."""
+
+    id: str
+    scope: dict[str, str]
+    kind: str = "fact"
+    content: str | None = None
+    record: Any = None
+    record_text: str | None = None  # the record as canonical JSON: the jsonb parameter and digest input
+    embedding: list[float] | None = None
+    tags: list[str] = field(default_factory=list)
+    importance: float | None = None
+    confidence: float | None = None
+    origin: str | None = None
+    provenance: Any = None
+    injection_source: str | None = None
+    policy_fingerprint: str | None = None
+    valid_from: Any = None
+    invalidated_at: Any = None
+    superseded_by: str | None = None
+
+    def params(self, ctx: Context) -> list[Any]:
+        """The row's values in WRITE_COLUMNS order, each by its column's name."""
+        values = {
+            "tenant_id": ctx.tenant,
+            "source_adapter": ctx.adapter,
+            "scope": Jsonb(self.scope),
+            "record": Jsonb(self.record_text, dumps=_as_is) if self.record_text is not None else None,
+            "embedding": Vector(self.embedding) if self.embedding is not None else None,
+            "provenance": Jsonb(self.provenance) if self.provenance is not None else None,
+        }
+        return [values[c] if c in values else getattr(self, c) for c in WRITE_COLUMNS]
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def _at(where: str, what: str) -> str:
+    return f"{where} {what}" if where else what
+
+
+def check_row(*, dim: int, max_content_bytes: int, default_scope: Mapping[str, str], where: str = "",
+              id: Any = None, scope: Any = None, kind: Any = None, content: Any = None, record: Any = None,
+              record_vector_key: str | None = None, embedding: Any = None, tags: Any = None,
+              importance: Any = None, confidence: Any = None, origin: Any = None, provenance: Any = None,
+              injection_source: Any = None, policy_fingerprint: Any = None, valid_from: Any = None,
+              invalidated_at: Any = None, superseded_by: Any = None) -> MemoryRow:
+    """The one validator: a MemoryRow, or InvalidArguments naming `where` and the field (never
+    echoing content or vector values). `record_vector_key` names a key of `record` already
+    checked as `embedding` (a chunk keeps its vector inside its record)."""
+    try:
+        scope = check_scope(scope, _at(where, "scope")) if scope is not None else dict(default_scope)
+    except ContextError as exc:
+        raise InvalidArguments(str(exc)) from None
+    if origin is not None and (not isinstance(origin, str) or origin not in ORIGINS):
+        raise InvalidArguments(f"{_at(where, 'origin')} must be one of {', '.join(ORIGINS)}")
+    if injection_source is not None:
+        injection_source = check_text(injection_source, _at(where, "injection_source"),
+                                      max_bytes=MAX_INJECTION_SOURCE_BYTES)
+        if not injection_source:
+            raise InvalidArguments(f"{_at(where, 'injection_source')} must not be empty")
+    if origin == INJECTED and injection_source is None:
+        raise InvalidArguments(f"{_at(where, 'origin')} injected_context requires an injection_source")
+    if origin != INJECTED and injection_source is not None:
+        raise InvalidArguments(f"{_at(where, 'injection_source')} is only allowed with origin injected_context")
+    if kind is None or kind == "":
+        kind = "fact"
+    if not isinstance(kind, str) or not _KIND.match(kind):
+        raise InvalidArguments(f"{_at(where, 'kind')} must be a lowercase word (a-z, 0-9, _), at most 40 characters")
+
+    record_text = None
+    if record is not None:
+        check_json({k: v for k, v in record.items() if k != record_vector_key}
+                   if record_vector_key is not None else record, _at(where, "record"))
+        try:
+            record_text = canonical_json(record)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArguments(f"{_at(where, 'record')} is not JSON: {type(exc).__name__}") from None
+        size = len(record_text.encode("utf-8"))
+        if size > MAX_RECORD_BYTES:
+            raise InvalidArguments(f"{_at(where, 'record')} is {size} bytes as JSON, the limit is {MAX_RECORD_BYTES}")
+
+    return MemoryRow(
+        id=check_id(id, _at(where, "id")) if id is not None else str(uuid.uuid4()),
+        scope=scope,
+        kind=kind,
+        content=check_text(content, _at(where, "content"), max_bytes=max_content_bytes),
+        record=record,
+        record_text=record_text,
+        embedding=check_embedding(embedding, dim, _at(where, "embedding")) if embedding is not None else None,
+        tags=check_tags(tags),
+        importance=check_unit(importance, _at(where, "importance")),
+        confidence=check_unit(confidence, _at(where, "confidence")),
+        origin=origin,
+        provenance=check_json(provenance, _at(where, "provenance")) if provenance is not None else None,
+        injection_source=injection_source,
+        policy_fingerprint=check_text(policy_fingerprint, _at(where, "policy_fingerprint"),
+                                      max_bytes=MAX_POLICY_FINGERPRINT),
+        valid_from=valid_from,
+        invalidated_at=invalidated_at,
+        superseded_by=check_id(superseded_by, _at(where, "superseded_by")) if superseded_by else None,
+    )
+
+
+def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow], *,
+               replace: bool) -> dict[str, int]:
+    """Write checked rows on `conn` (whose transaction carries `ctx`): insert them, or with
+    `replace` upsert them (a chunk replaces what it determines; see sql/queries.sql). Returns
+    {id: revision} as written."""
+    name = "upsert_memories" if replace else "insert_memories"
+    revisions: dict[str, int] = {}
+    with conn.cursor() as cur:
+        for start in range(0, len(rows), ROWS_PER_STATEMENT):
+            batch = rows[start:start + ROWS_PER_STATEMENT]
+            cur.execute(queries.repeated(name, len(batch)), [v for row in batch for v in row.params(ctx)])
+            revisions.update(cur.fetchall())
+    return revisions

@@ -1,0 +1,126 @@
+"""What the store says about itself: `pymem db status` (database_status), the health verb and
+describe_store. One pgvector minimum and one version parser serve all three."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from .. import db, migrate, queries
+from ..config import Settings
+from ..vocabulary import MAX_TOP_K
+from . import idempotency
+from .endpoints import resolve
+from .search import INCLUDE_KEYS
+
+__all__ = ["DatabaseStatus", "database_status", "health", "describe_store", "MIN_PGVECTOR", "pgvector_supported"]
+
+#: Iterative index scans (pymem.search) need pgvector 0.8.3 or later.
+MIN_PGVECTOR = (0, 8, 3)
+
+
+def _version_tuple(text: str | None) -> tuple[int, ...]:
+    """"0.8.5" -> (0, 8, 5); a suffix such as "1.0.0-rc1" keeps its digits (1, 0, 0)."""
+    parts = []
+    for piece in (text or "").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def pgvector_supported(version: str | None) -> bool:
+    return bool(version) and _version_tuple(version) >= MIN_PGVECTOR
+
+
+@dataclass(frozen=True)
+class DatabaseStatus:
+    location: str
+    server_version: str
+    pgvector_version: str | None
+    pgvector_ok: bool
+    schema_revision: str | None
+    head_revision: str
+    embedding_dim: int | None
+    data_directory: str | None
+
+    @property
+    def schema_current(self) -> bool:
+        return self.schema_revision == self.head_revision
+
+    def to_json(self) -> dict:
+        return dict(asdict(self), schema_current=self.schema_current)
+
+
+def database_status(settings: Settings) -> DatabaseStatus:
+    """Inspect the configured database without changing it (the embedded server is started)."""
+    ends = resolve(settings, migrate_embedded=False)
+    with db.connect(ends.admin, role=None, autocommit=True) as conn:
+        server = conn.execute(queries.query("server_version")).fetchone()[0]
+        ext = conn.execute(queries.query("pgvector_version")).fetchone()
+        available = None
+        if ext is None:
+            row = conn.execute(queries.query("pgvector_available_version")).fetchone()
+            available = row[0] if row else None
+        revision = migrate.current_revision(conn)
+        dim = None
+        if revision is not None:
+            dim = conn.execute(queries.query("store_embedding_dim")).fetchone()[0]
+    vector = ext[0] if ext else available
+    return DatabaseStatus(
+        location=ends.location,
+        server_version=server,
+        pgvector_version=vector,
+        pgvector_ok=pgvector_supported(vector),
+        schema_revision=revision,
+        head_revision=migrate.head_revision(),
+        embedding_dim=dim,
+        data_directory=str(ends.embedded.data_dir) if ends.embedded else None,
+    )
+
+
+def health(pool: ConnectionPool, embedding_dim: int) -> dict[str, Any]:
+    """Database reachable, its version, pgvector >= 0.8.3 (iterative scans), schema at head."""
+    head = migrate.head_revision()
+    report: dict[str, Any] = {
+        "ok": False,
+        "database": {"reachable": False},
+        "pgvector": {"required": ".".join(map(str, MIN_PGVECTOR))},
+        "schema": {"head": head},
+        "embedding_dim": embedding_dim,
+    }
+    try:
+        with pool.connection() as c:
+            server = c.info.server_version
+            ext = c.execute(queries.query("pgvector_version")).fetchone()
+            current = migrate.current_revision(c)
+            c.rollback()
+    except Exception as exc:  # health reports, it does not raise
+        report["database"]["error"] = type(exc).__name__
+        return report
+    report["database"] = {"reachable": True, "server_version": f"{server // 10000}.{server % 10000}"}
+    version = ext[0] if ext else None
+    report["pgvector"].update(version=version, ok=pgvector_supported(version))
+    report["schema"].update(revision=current, current=current == head)
+    report["ok"] = report["pgvector"]["ok"] and report["schema"]["current"]
+    return report
+
+
+def describe_store(embedding_dim: int, *, max_batch: int) -> dict[str, Any]:
+    """What this store implements, and nothing more (the client gates verbs on it)."""
+    return {
+        "store": "pymem",
+        "verbs": ["upsert_many", "search", "get", "get_many", "delete_many", "describe_store", "health"],
+        "optimistic_locking_supported": True,
+        "filterable_metadata_fields": [],
+        "relational_edges_supported": False,
+        "atomic_supersede_supported": False,
+        "transaction_supported": False,
+        "embedding_dim": embedding_dim,
+        "distance": "cosine",
+        "max_top_k": MAX_TOP_K,
+        "max_batch": max_batch,
+        "include_keys": sorted(INCLUDE_KEYS),
+        "idempotency_classes": {name: int(t.total_seconds()) for name, t in idempotency.CLASSES.items()},
+    }

@@ -1,0 +1,1 @@
+"""Tooling that is not library: the benchmark and the guided demo."""

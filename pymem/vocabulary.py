@@ -1,0 +1,108 @@
+"""The words and limits pymem and its schema share, defined once.
+
+Every other module takes these from here: the origins a memory can have, the ledger's event
+names, the limits on names, ids and texts, and the one canonical JSON form. The schema
+(sql/schema.sql) states the same vocabulary in its own terms (the `pymem.origin` domain, CHECK
+constraints, the checks inside its functions); tests/db/test_sql_contract.py reads the catalog
+and fails when the two disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from enum import StrEnum
+from typing import Any, Callable
+
+__all__ = [
+    "Origin", "ORIGINS", "INJECTED", "EVENTS", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
+    "MAX_NAME", "MAX_ID", "MAX_IDEMPOTENCY_KEY", "MAX_CONTENT_BYTES", "MAX_RECORD_BYTES",
+    "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
+    "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text",
+]
+
+
+class Origin(StrEnum):
+    """How a memory came to be believed. The values are stored in the database as-is."""
+
+    USER_ASSERTED = "user_asserted"
+    """The user said it, directly, in the conversation."""
+    OPERATOR = "operator"
+    """The deployment's operator wrote it (configuration, seeded facts)."""
+    MODEL_INFERRED = "model_inferred"
+    """The model concluded it; plausible, never certain."""
+    TOOL_OUTPUT = "tool_output"
+    """A tool returned it; only as good as the citation that lets someone check it."""
+    RETRIEVED_CONTENT = "retrieved_content"
+    """Text fetched from outside (web pages, documents, e-mails): the classic poisoning path."""
+    UNPROVEN = "unproven"
+    """Nobody can say where it came from."""
+    INJECTED_CONTEXT = "injected_context"
+    """Context a harness injected into the prompt; must name its injection source."""
+
+
+#: The origins as the database stores them (the `pymem.origin` domain), in declaration order.
+ORIGINS: tuple[str, ...] = tuple(o.value for o in Origin)
+#: The one origin that must carry an injection source (and the only one that may).
+INJECTED = Origin.INJECTED_CONTEXT.value
+
+#: Every event the ledger records: the chain trigger's memory events and the gate's refusals.
+EVENTS: tuple[str, ...] = ("memory.insert", "memory.update", "memory.supersede", "memory.erase",
+                           "memory.delete", "admission.refused")
+
+# -- a chunk record's structural surface (the only keys the store reads) --------------------------
+
+#: Where a record's id is read from: the first of these that is present and not null.
+ID_KEYS: tuple[str, ...] = ("id", "chunk_id", "memory_id")
+#: Where its vector is read from.
+VECTOR_KEYS: tuple[str, ...] = ("embedding", "vector")
+#: Where its text is read from (the first that is a string).
+CONTENT_KEYS: tuple[str, ...] = ("content", "distillate", "text")
+
+# -- limits ------------------------------------------------------------------------------------
+
+#: Tenant, actor and adapter names (the context, adapter bindings, the trust policy).
+MAX_NAME = 200
+#: Memory ids (characters).
+MAX_ID = 256
+#: Idempotency keys (characters).
+MAX_IDEMPOTENCY_KEY = 256
+#: The schema's hard cap on a memory's content (UTF-8 bytes); PYMEM_MAX_CONTENT_BYTES may only lower it.
+MAX_CONTENT_BYTES = 1_048_576
+#: A stored record, as canonical JSON (UTF-8 bytes).
+MAX_RECORD_BYTES = 1 << 20
+#: An injection source (UTF-8 bytes).
+MAX_INJECTION_SOURCE_BYTES = 2048
+#: A policy fingerprint as stored with a row or a refusal (characters).
+MAX_POLICY_FINGERPRINT = 100
+#: Tags per memory, and characters per tag.
+MAX_TAGS = 64
+MAX_TAG = 100
+#: The most results one search returns.
+MAX_TOP_K = 1000
+#: What pymem.record_refusal accepts: the source, the reason and a detector signature (characters).
+MAX_REFUSAL_SOURCE = 200
+MAX_REFUSAL_REASON = 300
+MAX_SIGNATURE = 100
+#: A memory's kind: a lowercase word, at most 40 characters (memories.kind's CHECK).
+KIND_PATTERN = r"^[a-z][a-z0-9_]{0,39}$"
+
+
+def canonical_json(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+    """The one canonical JSON text: keys sorted, compact separators, non-ASCII kept as UTF-8,
+    no NaN or Infinity. Digests, idempotency keys, stored records and exports all use it, so
+    the same value always gives the same bytes. Raises TypeError or ValueError on a value JSON
+    cannot hold (unless `default` converts it)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                      default=default)
+
+
+# Control and format characters (right-to-left overrides, zero-width spaces...) and line or
+# paragraph separators: text carrying them can make one name look like another in an audit.
+_UNPLAIN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def is_plain_text(value: str) -> bool:
+    """True when `value` has no control, format, line- or paragraph-separator characters (the
+    database's pymem._is_plain_text draws the same line)."""
+    return not any(unicodedata.category(c) in _UNPLAIN_CATEGORIES for c in value)

@@ -1,0 +1,1 @@
+"""Test helpers: data, reference models and database utilities shared by the test modules."""
