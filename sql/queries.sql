@@ -160,6 +160,15 @@ select id, record, revision, content, scope, kind, tags, origin, provenance, inj
   from pymem.memories
  where tenant_id = %s and id = any(%s) and erased_at is null
 
+-- name: list_chunks --
+-- A page of the tenant's live chunks in id order (%s tenant, %s id to start after or null, again, %s page size)
+select id, record, revision, content, scope, kind, tags, origin, provenance, injection_source,
+       case when record is null then embedding end as embedding
+  from pymem.memories
+ where tenant_id = %s and erased_at is null and (%s::text is null or id > %s)
+ order by tenant_id, id
+ limit %s
+
 -- name: export_chunks --
 -- Every live chunk of the tenant (%s), in primary-key order, for export
 select id, record, content, scope, kind, tags, origin, provenance, injection_source,

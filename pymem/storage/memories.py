@@ -1,5 +1,5 @@
-"""The memory verbs, bound to one Context: add / get_row on whole rows, and the storage contract's
-upsert_many, search, get, get_many, delete_many, describe_store and health.
+"""The memory verbs, bound to one Context: add / get_row on whole rows, the storage contract's
+upsert_many, search, get, get_many, delete_many, describe_store and health, and list_chunks (pages).
 
 Identity, tenant, actor and scope come only from the context, and Postgres enforces them (RLS).
 Every verb runs in one transaction of its own, or as a savepoint inside the caller's when given
@@ -24,10 +24,11 @@ from .search import (check_include, check_metadata_filter, check_scope_filter, c
                      run_search, run_search_as)
 from .validate import check_embedding, check_id, check_ids
 
-__all__ = ["Memories", "check_records", "check_expected_revisions", "MAX_BATCH", "MAX_IDS", "ROW_FIELDS"]
+__all__ = ["Memories", "check_records", "check_expected_revisions", "MAX_BATCH", "MAX_IDS", "MAX_LIST", "ROW_FIELDS"]
 
 MAX_BATCH = 10_000
 MAX_IDS = 10_000
+MAX_LIST = 1000
 UPSERT_VERB = "upsert_many"
 #: The fields a caller may give `add` (the rest of a row is the database's or the context's).
 ROW_FIELDS = frozenset({"id", "scope", "kind", "content", "record", "embedding", "tags", "importance", "confidence",
@@ -150,6 +151,24 @@ class Memories:
         found = self._fetch(list(dict.fromkeys(ids)), conn)
         # each a fresh copy, so a caller mutating one result does not change another
         return [dict(found[i]) for i in ids if i in found]
+
+    def list_chunks(self, *, limit: int = 50, after: str | None = None,
+                    conn: psycopg.Connection | None = None) -> dict[str, Any]:
+        """A page of the visible chunks in id order: {"chunks": [record + "revision"], "next_after": the
+        id to pass as `after` for the next page, or None on the last page}."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
+            raise InvalidArguments(f"limit must be an integer between 1 and {MAX_LIST}")
+        if after is not None:
+            after = check_id(after, "after")
+        with self._tx(conn) as c, c.cursor(row_factory=dict_row) as cur:
+            cur.execute(queries.query("list_chunks"), (self.ctx.tenant, after, after, limit + 1))
+            rows = cur.fetchall()
+        chunks = []
+        for row in rows[:limit]:
+            record = dict(chunk_from_row(row))
+            record["revision"] = row["revision"]
+            chunks.append(record)
+        return {"chunks": chunks, "next_after": rows[limit - 1]["id"] if len(rows) > limit else None}
 
     def delete_many(self, ids: Sequence[str], *, conn: psycopg.Connection | None = None) -> dict[str, int]:
         """Delete chunks in one transaction (one ledger event each): {"deleted": ids that existed}."""

@@ -111,7 +111,8 @@ def describe_store(embedding_dim: int, *, max_batch: int) -> dict[str, Any]:
     """What this store implements, and nothing more (the client gates verbs on it)."""
     return {
         "store": "pymem",
-        "verbs": ["upsert_many", "search", "get", "get_many", "delete_many", "describe_store", "health"],
+        "verbs": ["upsert_many", "search", "get", "get_many", "delete_many", "list_chunks", "describe_store",
+                  "health"],
         "optimistic_locking_supported": True,
         "filterable_metadata_fields": [],
         "relational_edges_supported": False,

@@ -477,3 +477,24 @@ def test_purge_expired_keys(mem, store, database):
     with database.admin() as conn:
         assert conn.execute("select tenant_id, key from pymem.idempotency_keys order by 1, 2").fetchall() == \
             [("acme", "new"), ("globex", "old")]
+
+
+# -- list_chunks --------------------------------------------------------------------------------------
+
+def test_list_chunks_pages_through_the_visible_chunks_in_id_order(mem, store):
+    mem.upsert_many([chunk(f"m{i:02d}", vec(1.0, i)) for i in range(7)], idempotency_key="page")
+    mem.delete_many(["m03"])
+    store.bind(Context(tenant="someone-else")).upsert_many([chunk("m00", vec(1.0))], idempotency_key="x")
+    seen, after = [], None
+    while True:
+        page = mem.list_chunks(limit=3, after=after)
+        seen.extend(page["chunks"])
+        after = page["next_after"]
+        if after is None:
+            break
+    assert [c["id"] for c in seen] == ["m00", "m01", "m02", "m04", "m05", "m06"]
+    assert all(c["revision"] == 1 and c == {**mem.get(c["id"])} for c in seen)
+    assert mem.list_chunks(limit=6)["next_after"] is None
+    for bad in (dict(limit=0), dict(limit=1001), dict(limit=True), dict(after=""), dict(after=5)):
+        with pytest.raises(InvalidArguments):
+            mem.list_chunks(**bad)
