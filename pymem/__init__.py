@@ -3,7 +3,12 @@
 The public surface is what this module exports (`__all__`); everything else is implementation,
 importable but free to move. The command line uses only this surface (and pymem.tools for
 the benchmark and the demo); an import-linter contract in the test suite keeps it so.
+
+The memory service's names (SERVICE_NAMES: `serve`, `build_app`, `serve_mcp_stdio`, `mint_token`,
+`TokenVerifier`) need the `server` extra and load on first use, so `import pymem` never needs it.
 """
+
+import importlib
 
 from .admission.gate import admit
 from .admission.policy import AdmissionPolicy, OriginRule
@@ -60,3 +65,27 @@ __all__ = [
     # who may act where
     "bind_login", "unbind_login", "list_bindings", "LoginBinding",
 ]
+
+# name -> the module that holds it; loaded on first use (they need the `server` extra).
+SERVICE_NAMES = {
+    "serve": "pymem.server.run",
+    "build_app": "pymem.server.app",
+    "serve_mcp_stdio": "pymem.mcp.stdio",
+    "mint_token": "pymem.service.auth",
+    "TokenVerifier": "pymem.service.auth",
+}
+
+
+def __getattr__(name: str):
+    module = SERVICE_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pymem' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("pymem"):
+            raise
+        raise ImportError(f"pymem.{name} needs the server extra: pip install 'pymem[server]' "
+                          f"({exc.name} is not installed)") from exc
+    globals()[name] = value
+    return value

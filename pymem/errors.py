@@ -39,6 +39,18 @@ class AccessDenied(PymemError):
     """Postgres refused the write: row-level security (tenant, scope or adapter) or privileges."""
 
 
+class Unauthenticated(PymemError):
+    """A service call's credentials are missing or not acceptable: no token, a malformed one, a bad
+    signature, a refused algorithm, expired or not yet valid, another audience or issuer, or claims
+    that do not make a context. `code` names which, in a stable word (e.g. "token_expired")."""
+
+    exit_code = 2
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
 class SchemaError(PymemError):
     """The database schema is missing, behind the installed pymem, or was created differently."""
 

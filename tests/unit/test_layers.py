@@ -39,6 +39,9 @@ PLANTED = [
     ("pymem/cli/common.py", "from ..storage import store", "The CLI imports only the public surface"),
     ("pymem/db.py", "from .storage import store", "Layers"),
     ("pymem/storage/validate.py", "from . import rows", "No import cycles"),
+    ("pymem/service/verbs.py", "from ..mcp import server", "Layers"),
+    ("pymem/mcp/server.py", "from .. import client", "Layers"),
+    ("pymem/cli/service_commands.py", "from ..server import app", "The CLI imports only the public surface"),
 ]
 
 

@@ -1,0 +1,97 @@
+"""`pymem serve`, `pymem mcp` and `pymem token`: the memory service over HTTP and MCP, and trial tokens.
+
+They need the `server` extra (pip install 'pymem[server]'); without it they say so and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from .. import Context
+from .common import PymemCommandError, context_options, handle_errors
+
+
+def _service(name: str) -> Callable[..., Any]:
+    import pymem
+
+    try:
+        return getattr(pymem, name)
+    except ImportError as exc:
+        raise PymemCommandError(str(exc), exit_code=2) from exc
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="Port to listen on.")
+@click.option("--pool-size", type=click.IntRange(1, 200), default=10, show_default=True,
+              help="Database connections the service keeps.")
+@click.option("--max-request-bytes", type=click.IntRange(1024, 1 << 30), default=16 * 1024 * 1024,
+              show_default=True, help="Largest request body accepted (413 above it).")
+@handle_errors
+def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int) -> None:
+    """Serve the memory service over HTTP, with MCP at /mcp; every call carries a signed token.
+
+    Routes: POST /v1/handshake, POST /v1/call ({"verb", "args", "idempotency_key"}), GET /healthz,
+    GET /readyz, GET /openapi.json, and the MCP endpoint /mcp (streamable HTTP). Tokens are
+    verified with PYMEM_JWT_KEY (HS256, at least 32 bytes) or PYMEM_JWT_PUBLIC_KEY (RS256/EdDSA),
+    with PYMEM_JWT_AUDIENCE and PYMEM_JWT_ISSUER checked when set; the service refuses to start
+    without a key. The token's claims are the call's tenant, actor, adapter and scope.
+
+    Example: pymem serve --host 127.0.0.1 --port 8080
+    """
+    _service("serve")(host, port, pool_size=pool_size, max_body=max_request_bytes)
+
+
+@click.command("mcp")
+@context_options
+@handle_errors
+def mcp_command(ctx: Context) -> None:
+    """Serve the MCP tools over stdio, acting in this command's context.
+
+    For agent hosts that start pymem as a subprocess: tools remember, recall, get, list, forget,
+    and add_memories, search_memory, list_memories, delete_memories. The tenant, actor, adapter and
+    scope are the command's (--tenant ... or PYMEM_*); tool arguments cannot change them.
+
+    Example: pymem mcp --tenant acme --actor agent-1 --adapter claude-code
+    """
+    _service("serve_mcp_stdio")(ctx)
+
+
+@click.command("token")
+@click.option("--ttl", type=click.IntRange(1, 366 * 86400), default=3600, show_default=True,
+              help="Seconds the token is valid.")
+@click.option("--audience", envvar="PYMEM_JWT_AUDIENCE", help="aud claim [env: PYMEM_JWT_AUDIENCE].")
+@click.option("--issuer", envvar="PYMEM_JWT_ISSUER", help="iss claim [env: PYMEM_JWT_ISSUER].")
+@click.option("--private-key", "private_key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Sign with this PEM private key (RS256 or EdDSA) instead of PYMEM_JWT_KEY.")
+@context_options
+@handle_errors
+def token_command(ttl: int, audience: str | None, issuer: str | None, private_key: Path | None, ctx: Context) -> None:
+    """Print a signed token for a trial: the context options become its claims.
+
+    Signs with PYMEM_JWT_KEY (HS256), the service's own key, or with --private-key. For production,
+    let your identity provider issue tokens with the same claims (tenant, actor, adapter, scope).
+
+    Example: pymem token --tenant acme --actor alice --ttl 600
+    """
+    if not ctx.actor:
+        raise click.UsageError("an actor is required: pass --actor or set PYMEM_ACTOR")
+    if private_key is not None:
+        key: Any = private_key.read_bytes()
+    else:
+        key = os.environ.get("PYMEM_JWT_KEY", "")
+        if not key:
+            raise click.UsageError("set PYMEM_JWT_KEY (the service's HS256 key) or pass --private-key")
+    token = _service("mint_token")(key, tenant=ctx.tenant, actor=ctx.actor, adapter=ctx.adapter,
+                                   scope=dict(ctx.scope) or None, ttl=ttl, audience=audience, issuer=issuer)
+    click.echo(token)
+
+
+def register(main: click.Group) -> None:
+    main.add_command(serve_command)
+    main.add_command(mcp_command)
+    main.add_command(token_command)

@@ -1,0 +1,168 @@
+"""A thin client for pymem's HTTP service: the library's verbs, over the wire.
+
+    from pymem.client import Client
+    with Client("http://127.0.0.1:8080", token) as mem:
+        mem.upsert_many([...], idempotency_key="batch-1")
+        mem.recall("invoice currency", top_k=3)
+
+Each method sends one /v1/call and returns the verb's JSON result, or raises the typed error its
+code stands for (pymem.service.wire): InvalidArguments, Unauthenticated, AccessDenied,
+IdempotencyConflict, RevisionMismatch, MemoryAdmissionError (with reason, signature, audit_seq),
+... so code written against the library runs against the service. Standard library only; one
+keep-alive connection per client, so use one client per thread.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from .errors import InvalidArguments, MemoryAdmissionError, PymemError, ServerError, Unauthenticated
+from .service.wire import BY_CODE, PROTOCOL
+
+__all__ = ["Client", "ServiceError"]
+
+# uvicorn closes an idle keep-alive connection after 5 s: reconnect before reusing one idle longer.
+_IDLE_RECONNECT = 2.0
+
+
+class ServiceError(PymemError):
+    """An error response whose code this client does not know, or a response that is not the protocol's."""
+
+
+class Client:
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidArguments("the service URL must be http(s)://host[:port]")
+        self.scheme, self.host, self.port = parts.scheme, parts.hostname, parts.port
+        self.prefix = parts.path.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self._conn: http.client.HTTPConnection | None = None
+        self._last = 0.0
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is not None and time.monotonic() - self._last > _IDLE_RECONNECT:
+            self.close()
+        if self._conn is None:
+            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            self._conn = cls(self.host, self.port, timeout=self.timeout)
+        return self._conn
+
+    def post(self, path: str, body: Any) -> Any:
+        """POST a JSON body; the `result` of an ok envelope, else the error's typed exception."""
+        payload = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        conn = self._connection()
+        try:
+            conn.request("POST", self.prefix + path, body=payload, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            raise ServerError(f"cannot reach the service at {self.host}: {type(exc).__name__}") from exc
+        self._last = time.monotonic()
+        if response.getheader("connection", "").lower() == "close":
+            self.close()
+        try:
+            envelope = json.loads(data)
+        except ValueError:
+            raise ServiceError(f"the service answered {response.status} without a JSON envelope") from None
+        if isinstance(envelope, dict) and envelope.get("ok") is True and "result" in envelope:
+            return envelope["result"]
+        raise _error(response.status, envelope)
+
+    def call(self, verb: str, args: Mapping[str, Any] | None = None, *, idempotency_key: str | None = None) -> Any:
+        body: dict[str, Any] = {"verb": verb, "args": dict(args or {})}
+        if idempotency_key is not None:
+            body["idempotency_key"] = idempotency_key
+        return self.post("/v1/call", body)
+
+    def handshake(self) -> dict[str, Any]:
+        return self.post("/v1/handshake", {"protocols": [PROTOCOL]})
+
+    # -- the verbs -----------------------------------------------------------------------------
+
+    def upsert_many(self, records: Sequence[Mapping[str, Any]], *, idempotency_key: str,
+                    expected_revisions: Mapping[str, int] | None = None,
+                    idempotency_class: str | None = None) -> dict[str, Any]:
+        args: dict[str, Any] = {"records": list(records)}
+        if expected_revisions is not None:
+            args["expected_revisions"] = dict(expected_revisions)
+        if idempotency_class is not None:
+            args["idempotency_class"] = idempotency_class
+        return self.call("upsert_many", args, idempotency_key=idempotency_key)
+
+    def search(self, vector: Sequence[float], *, top_k: int, scope_filter: Mapping[str, str] | None = None,
+               metadata_filter: Mapping[str, Any] | None = None,
+               include: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+        args = {"vector": list(vector), "top_k": top_k, "scope_filter": scope_filter,
+                "metadata_filter": metadata_filter, "include": include}
+        return self.call("search", {k: v for k, v in args.items() if v is not None})
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        return self.call("get", {"id": memory_id})
+
+    def get_many(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        return self.call("get_many", {"ids": list(ids)})
+
+    def delete_many(self, ids: Sequence[str]) -> dict[str, int]:
+        return self.call("delete_many", {"ids": list(ids)})
+
+    def list_chunks(self, *, limit: int = 50, after: str | None = None) -> dict[str, Any]:
+        return self.call("list", {"limit": limit, "after": after})
+
+    def describe_store(self) -> dict[str, Any]:
+        return self.call("describe_store")
+
+    def health(self) -> dict[str, Any]:
+        return self.call("health")
+
+    def remember(self, record: Mapping[str, Any] | str, provenance: Mapping[str, Any]) -> dict[str, Any]:
+        """The write gate; a refusal raises MemoryAdmissionError, as admit() does."""
+        return self.call("remember", {"record": record if isinstance(record, str) else dict(record),
+                                      "provenance": dict(provenance)})
+
+    def recall(self, query: str | Sequence[float], *, top_k: int = 5,
+               scope_filter: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """recall()'s result as JSON: {"kept", "withheld", "policy_fingerprint", "candidates"}."""
+        args: dict[str, Any] = {"query": query if isinstance(query, str) else list(query), "top_k": top_k}
+        if scope_filter is not None:
+            args["scope_filter"] = dict(scope_filter)
+        return self.call("recall", args)
+
+
+def _error(status: int, envelope: Any) -> PymemError:
+    error = envelope.get("error") if isinstance(envelope, dict) else None
+    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        return ServiceError(f"the service answered {status} without an error envelope")
+    code, message = error["code"], str(error.get("message", ""))
+    known = BY_CODE.get(code)
+    if known is None:
+        return ServiceError(f"{code}: {message}")
+    if known.raises is MemoryAdmissionError:
+        details = error.get("details") or {}
+        return MemoryAdmissionError(details.get("reason", message), signature=details.get("signature"),
+                                    audit_seq=details.get("audit_seq"))
+    if known.raises is Unauthenticated:
+        return Unauthenticated(code, message)
+    exc = known.raises(message)
+    exc.code = code  # type: ignore[attr-defined]  # the wire code, for callers that branch on it
+    return exc

@@ -1,0 +1,216 @@
+"""The MCP server: pymem's verbs as tools, with identity from a token or the process, never from arguments.
+
+Tools: remember (the write gate; a refusal is a tool error naming the reason), recall (kept and
+withheld), get, list, forget; and the shapes agents are already wired for: add_memories,
+search_memory, list_memories, delete_memories. Each runs one verb of pymem.service.verbs through
+the Service, so a tool answers what the HTTP call and the library call answer. Records come back
+without their vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Callable, Literal
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.provider import TokenVerifier as SDKTokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context as ToolContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from ..context import Context
+from ..errors import MemoryAdmissionError, PymemError, Unauthenticated
+from ..service.auth import TokenVerifier, context_from_claims
+from ..service.failures import log_unexpected
+from ..service.verbs import REFUSED_ARGS, Service, version
+from ..service.wire import code_for
+from ..vocabulary import VECTOR_KEYS
+
+__all__ = ["build_mcp_server", "identity_from_request", "fixed_identity", "TOOLS", "ALIASES"]
+
+log = logging.getLogger("pymem.mcp")
+
+Identity = Callable[[ToolContext], Context]
+OriginName = Literal["user_asserted", "operator", "model_inferred", "tool_output", "retrieved_content", "unproven",
+                     "injected_context"]
+
+INSTRUCTIONS = (
+    "Long-term memory that knows where each memory came from. Use remember (or add_memories) to keep "
+    "something worth knowing in later conversations, saying where it came from: user_asserted when the "
+    "user said it, model_inferred when you concluded it, tool_output with a citation. Instruction-shaped "
+    "text and retrieved content are refused. Use recall (or search_memory) before answering from memory: "
+    "it returns what is still believed (kept) and what was withheld and why."
+)
+TOOLS = ("remember", "recall", "get", "list", "forget")
+ALIASES = {"add_memories": "remember", "search_memory": "recall", "list_memories": "list",
+           "delete_memories": "forget"}
+
+
+class _Verifier(SDKTokenVerifier):
+    """The service's tokens, as the SDK's bearer-auth middleware asks for them."""
+
+    def __init__(self, tokens: TokenVerifier):
+        self.tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            claims = self.tokens.claims(token)
+            ctx = context_from_claims(claims)
+        except Unauthenticated as exc:
+            log.info("MCP request refused: %s", exc.code)
+            return None
+        return AccessToken(token=token, client_id=ctx.actor or "", scopes=[], expires_at=int(claims["exp"]),
+                           subject=ctx.actor, claims=claims)
+
+
+def identity_from_request(tool_ctx: ToolContext) -> Context:
+    """The verified token of the HTTP request that carried this tool call."""
+    request = tool_ctx.request_context.request
+    user = getattr(request, "scope", {}).get("user") if request is not None else None
+    if not isinstance(user, AuthenticatedUser) or not user.access_token.claims:
+        raise ToolError("token_missing: this endpoint needs Authorization: Bearer <token>")
+    return context_from_claims(user.access_token.claims)
+
+
+def fixed_identity(ctx: Context) -> Identity:
+    """One context for every call (stdio: the process's own context options and environment)."""
+    return lambda _tool_ctx: ctx
+
+
+class _Server(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        claimed = sorted(REFUSED_ARGS.intersection(arguments or {}))
+        if claimed:
+            raise ToolError(f"identity_in_body: {', '.join(claimed)} may not be given to a tool; "
+                            "identity comes from the verified token (or the server's own context) only")
+        return await super().call_tool(name, arguments, context)
+
+
+def _without_vectors(record: Any) -> Any:
+    if not isinstance(record, dict):
+        return record
+    return {k: v for k, v in record.items() if k not in VECTOR_KEYS}
+
+
+def _admitted(out: dict[str, Any]) -> dict[str, Any]:
+    return {"id": out["id"], "origin": out["origin"], "confidence": out["confidence"],
+            "policy_fingerprint": out["policy_fingerprint"]}
+
+
+def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
+                     tokens: TokenVerifier | None = None) -> MCPServer:
+    """The MCP server. `service()` gives the open Service at call time; `identity(tool_ctx)` the
+    Context of a call. With `tokens`, streamable HTTP requests need a valid bearer token."""
+    # The SDK logs whole protocol messages at DEBUG, and tool arguments are memory content: its
+    # loggers never go below INFO, whatever the root logger is set to.
+    sdk_log = logging.getLogger("mcp")
+    if sdk_log.level == logging.NOTSET or sdk_log.level < logging.INFO:
+        sdk_log.setLevel(logging.INFO)
+    auth = None
+    if tokens is not None:
+        issuer = tokens.issuer if tokens.issuer and tokens.issuer.startswith(("http://", "https://")) else None
+        auth = AuthSettings(issuer_url=issuer or "http://127.0.0.1/", resource_server_url=None,
+                            validate_token_resource=False)
+    server = _Server("pymem", instructions=INSTRUCTIONS, version=version(), auth=auth,
+                     token_verifier=_Verifier(tokens) if tokens is not None else None)
+
+    def run(tool_ctx: ToolContext, verb: str, args: dict[str, Any]) -> Any:
+        ctx = identity(tool_ctx)
+        try:
+            return service().call(ctx, verb, {k: v for k, v in args.items() if v is not None})
+        except MemoryAdmissionError as exc:
+            sig = f" [signature {exc.signature}]" if exc.signature else ""
+            audit = f"; audit seq {exc.audit_seq}" if exc.audit_seq is not None else ""
+            raise ToolError(f"refused by the write gate: {exc.reason}{sig}{audit}") from None
+        except PymemError as exc:
+            code = code_for(exc)
+            if code != "internal_error":
+                raise ToolError(f"{code}: {exc}") from None
+            failure: BaseException = exc
+        except Exception as exc:  # noqa: BLE001 - logged by type and frames only, below
+            failure = exc
+        rid = uuid.uuid4().hex
+        log_unexpected(log, failure, rid, f"the MCP tool for {verb}")
+        raise ToolError(f"internal_error: the service log has the details under id {rid}")
+
+    def remember_record(content: str, origin: str, source: str | None, citation: str | None,
+                        session_id: str | None, run_id: str | None, turn: int | None, injection_source: str | None,
+                        tags: list[str] | None, kind: str | None, confidence: float | None,
+                        id: str | None) -> dict[str, Any]:
+        record = {k: v for k, v in (("content", content), ("tags", tags), ("kind", kind), ("confidence", confidence),
+                                    ("id", id)) if v is not None}
+        provenance = {k: v for k, v in (("origin", origin), ("source", source), ("citation", citation),
+                                        ("session_id", session_id), ("run_id", run_id), ("turn", turn),
+                                        ("injection_source", injection_source)) if v is not None}
+        return {"record": record, "provenance": provenance}
+
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    deletes = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+    @server.tool(name="remember", annotations=writes)
+    def remember(content: str, origin: OriginName, ctx: ToolContext, source: str | None = None,
+                 citation: str | None = None, session_id: str | None = None, run_id: str | None = None,
+                 turn: int | None = None, injection_source: str | None = None, tags: list[str] | None = None,
+                 kind: str | None = None, confidence: float | None = None, id: str | None = None) -> dict[str, Any]:
+        """Keep a memory if its origin says it may be kept; a refusal names the reason.
+
+        origin: user_asserted (the user said it), operator, model_inferred (you concluded it; believed
+        at most 0.6), tool_output (needs a citation), injected_context (needs injection_source);
+        retrieved_content and unproven are never kept. Instruction-shaped text is refused.
+        """
+        args = remember_record(content, origin, source, citation, session_id, run_id, turn, injection_source,
+                               tags, kind, confidence, id)
+        return _admitted(run(ctx, "remember", args))
+
+    @server.tool(name="recall", annotations=reads)
+    def recall(query: str, ctx: ToolContext, top_k: int = 5,
+               scope_filter: dict[str, str] | None = None) -> dict[str, Any]:
+        """The memories closest to the query that are still believed now (kept, with origin and
+        confidence), and the ones withheld, with the reason (never their content)."""
+        return run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter})
+
+    @server.tool(name="get", annotations=reads)
+    def get(id: str, ctx: ToolContext) -> dict[str, Any]:
+        """One memory by id, with its revision; memory is null when there is none you may see."""
+        return {"memory": _without_vectors(run(ctx, "get", {"id": id}))}
+
+    @server.tool(name="list", annotations=reads)
+    def list_(ctx: ToolContext, limit: int = 20, after: str | None = None) -> dict[str, Any]:
+        """A page of memories in id order; pass next_after as `after` for the next page."""
+        page = run(ctx, "list", {"limit": limit, "after": after})
+        return {"memories": [_without_vectors(r) for r in page["chunks"]], "next_after": page["next_after"]}
+
+    @server.tool(name="forget", annotations=deletes)
+    def forget(ids: list[str], ctx: ToolContext) -> dict[str, Any]:
+        """Delete memories by id, in one transaction (each deletion is a ledger event)."""
+        return run(ctx, "delete_many", {"ids": ids})
+
+    @server.tool(name="add_memories", annotations=writes)
+    def add_memories(text: str, ctx: ToolContext, origin: OriginName = "model_inferred",
+                     source: str | None = None, citation: str | None = None) -> dict[str, Any]:
+        """Keep a memory (remember, in the common add_memories shape); origin defaults to model_inferred."""
+        args = remember_record(text, origin, source, citation, None, None, None, None, None, None, None, None)
+        return _admitted(run(ctx, "remember", args))
+
+    @server.tool(name="search_memory", annotations=reads)
+    def search_memory(query: str, ctx: ToolContext, limit: int = 5) -> dict[str, Any]:
+        """Recall memories relevant to the query (recall, in the common search_memory shape)."""
+        return run(ctx, "recall", {"query": query, "top_k": limit})
+
+    @server.tool(name="list_memories", annotations=reads)
+    def list_memories(ctx: ToolContext, limit: int = 20, after: str | None = None) -> dict[str, Any]:
+        """A page of memories (list, in the common list_memories shape)."""
+        return list_(ctx, limit, after)
+
+    @server.tool(name="delete_memories", annotations=deletes)
+    def delete_memories(memory_ids: list[str], ctx: ToolContext) -> dict[str, Any]:
+        """Delete memories by id (forget, in the common delete_memories shape)."""
+        return forget(memory_ids, ctx)
+
+    return server
+

@@ -1,0 +1,171 @@
+"""The memory service over HTTP: a Starlette app.
+
+Routes:
+  POST /v1/handshake   the protocol spoken, the verbs, describe_store(), the caller's identity
+  POST /v1/call        one verb: {"verb", "args", "idempotency_key"?} -> {"ok": true, "result"}
+  GET  /healthz        liveness (the process answers)
+  GET  /readyz         readiness (database reachable, pgvector usable, schema current)
+  GET  /openapi.json   the OpenAPI document of the routes above
+       /mcp            the MCP server (streamable HTTP), behind the same tokens
+
+Every /v1 call and every MCP request carries its own signed token (Authorization: Bearer); the
+verified claims are the Context of that call's transaction, and nothing in a body can change them.
+The app refuses to build without a key (pymem.service.auth.TokenVerifier.from_env).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any, AsyncIterator
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..config import Settings
+from ..embedder import Embedder
+from ..mcp.server import build_mcp_server, identity_from_request
+from ..storage import status
+from ..storage.store import Store
+from ..service.auth import TokenVerifier
+from ..service.verbs import Service
+from ..service.wire import ProtocolError
+from .access import AccessLog, request_id
+from .openapi import openapi_document
+from .requests import DEFAULT_MAX_BODY, bearer_token, parse_envelope, read_json
+from .responses import error_response, json_bytes, json_response, ok_response
+
+__all__ = ["build_app"]
+
+
+class _Runtime:
+    """The open store and its Service, from the app's startup to its shutdown."""
+
+    def __init__(self, store: Store | None, settings: Settings | None, embedder: Embedder | None, pool_size: int):
+        self.given = store
+        self.settings = settings
+        self.embedder = embedder
+        self.pool_size = pool_size
+        self.service: Service | None = None
+
+    def open(self) -> None:
+        store = self.given or Store.open(self.settings or Settings.from_env(), pool_size=self.pool_size)
+        try:
+            self.service = Service(store, embedder=self.embedder)
+        except Exception:
+            if self.given is None:
+                store.close()
+            raise
+
+    def close(self) -> None:
+        service, self.service = self.service, None
+        if service is not None and self.given is None:
+            service.store.close()
+
+    def get(self) -> Service:
+        if self.service is None:
+            raise ProtocolError("internal_error", "the service is not started")
+        return self.service
+
+
+def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None, settings: Settings | None = None,
+              embedder: Embedder | None = None, max_body: int = DEFAULT_MAX_BODY, host: str = "127.0.0.1",
+              pool_size: int = 10) -> Starlette:
+    """The service's ASGI app.
+
+    `store`: an open store to serve (kept open at shutdown); else one is opened from `settings`
+    (default: the environment) when the app starts, and closed when it stops. `tokens`: default
+    TokenVerifier.from_env(), which refuses to build without PYMEM_JWT_KEY (or a public key).
+    `host`: where it will listen; on a loopback host the MCP endpoint also checks the Host header
+    against DNS rebinding.
+    """
+    tokens = tokens if tokens is not None else TokenVerifier.from_env()
+    runtime = _Runtime(store, settings, embedder, pool_size)
+    mcp = build_mcp_server(runtime.get, identity_from_request, tokens=tokens)
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
+                                      max_request_body_size=max_body, host=host)
+    document = json_bytes(openapi_document())
+
+    async def authenticated(request: Request, work) -> Response:
+        rid = request_id(request.scope)
+        try:
+            ctx = tokens.verify(bearer_token(request))
+            request.state.tenant = ctx.tenant
+            return await work(ctx)
+        except Exception as exc:  # every failure becomes an error envelope, internals never leave
+            return error_response(exc, rid, f"{request.method} {request.url.path}")
+
+    async def call(request: Request) -> Response:
+        async def work(ctx) -> Response:
+            verb, args, key = parse_envelope(await read_json(request, max_body))
+            service = runtime.get()
+            if verb in service.verbs:
+                request.state.verb = verb
+            run = functools.partial(_call_json, service, ctx, verb, args, key)
+            return ok_response(await anyio.to_thread.run_sync(run))
+        return await authenticated(request, work)
+
+    async def handshake(request: Request) -> Response:
+        async def work(ctx) -> Response:
+            body = await read_json(request, max_body, required=False)
+            if body is not None and (not isinstance(body, dict) or set(body) - {"protocols"}):
+                raise ProtocolError("malformed_request", 'the handshake body is {"protocols": [...]} or empty')
+            protocols = body.get("protocols") if body else None
+            run = functools.partial(runtime.get().handshake, ctx, protocols)
+            return ok_response(json_bytes(await anyio.to_thread.run_sync(run)))
+        return await authenticated(request, work)
+
+    async def healthz(request: Request) -> Response:
+        return json_response({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        service = runtime.service
+        if service is None:
+            return json_response({"status": "not_ready", "reason": "starting"}, 503)
+        store = service.store
+        report = await anyio.to_thread.run_sync(status.health, store.pool, store.embedding_dim)
+        ready = bool(report.get("ok"))
+        return json_response({"status": "ready" if ready else "not_ready", "health": report}, 200 if ready else 503)
+
+    async def openapi(request: Request) -> Response:
+        return Response(document, media_type="application/json")
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        rid = request_id(request.scope)
+        if isinstance(exc, HTTPException) and exc.status_code == 405:
+            response = error_response(ProtocolError("method_not_allowed", "this route does not take that method"), rid)
+            response.headers.update(exc.headers or {})
+            return response
+        return error_response(ProtocolError("route_not_found", "no such route"), rid)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(runtime.open)
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            await anyio.to_thread.run_sync(runtime.close)
+
+    routes = [
+        Route("/v1/handshake", handshake, methods=["POST"]),
+        Route("/v1/call", call, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/mcp", mcp_app),  # the SDK's app routes /mcp itself and checks the token on every request
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(AccessLog)], lifespan=lifespan,
+                    exception_handlers={404: http_error, 405: http_error})
+    app.state.runtime = runtime
+    return app
+
+
+def _call_json(service: Service, ctx: Any, verb: Any, args: Any, key: Any) -> bytes:
+    """Run a verb and serialise its result, both on a worker thread."""
+    return json_bytes(service.call(ctx, verb, args, key))

@@ -1,0 +1,23 @@
+"""`pymem serve`: the app on uvicorn, with pymem's own access log (uvicorn's is off: it would be a
+second, unfiltered one)."""
+
+from __future__ import annotations
+
+import logging
+
+from ..config import Settings
+from .app import build_app
+from .requests import DEFAULT_MAX_BODY
+
+__all__ = ["serve"]
+
+
+def serve(host: str = "127.0.0.1", port: int = 8080, *, settings: Settings | None = None,
+          pool_size: int = 10, max_body: int = DEFAULT_MAX_BODY, log_level: str = "info") -> None:
+    """Serve until interrupted. Refuses to start without PYMEM_JWT_KEY (or PYMEM_JWT_PUBLIC_KEY)."""
+    import uvicorn
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = build_app(settings=settings, host=host, pool_size=pool_size, max_body=max_body)
+    uvicorn.run(app, host=host, port=port, log_config=None, log_level=log_level, access_log=False,
+                server_header=False, proxy_headers=False)

@@ -1,0 +1,46 @@
+"""`pymem serve`, `pymem mcp` and `pymem token` on the command line (no database needed)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from pymem.cli import main
+from pymem.service.auth import TokenVerifier
+from helpers.service import KEY
+
+CLEAN = {"PYMEM_JWT_KEY": None, "PYMEM_JWT_PUBLIC_KEY": None, "PYMEM_JWT_AUDIENCE": None, "PYMEM_JWT_ISSUER": None,
+         "PYMEM_TENANT": None, "PYMEM_ACTOR": None, "PYMEM_ADAPTER": None, "PYMEM_SCOPE": None}
+
+
+def run(args, **env):
+    return CliRunner().invoke(main, args, env={**CLEAN, **env}, catch_exceptions=False)
+
+
+def test_serve_refuses_to_start_without_a_key():
+    result = run(["serve", "--port", "8099"])
+    assert result.exit_code == 2 and "PYMEM_JWT_KEY is not set" in result.output
+
+
+def test_serve_refuses_a_short_key():
+    result = run(["serve", "--port", "8099"], PYMEM_JWT_KEY="too-short")
+    assert result.exit_code == 2 and "at least 32 bytes" in result.output
+
+
+def test_token_prints_a_token_the_service_accepts():
+    result = run(["token", "--tenant", "acme", "--actor", "alice", "--adapter", "codex", "--scope", "project=x",
+                  "--ttl", "120", "--audience", "pymem-test"], PYMEM_JWT_KEY=KEY)
+    assert result.exit_code == 0, result.output
+    ctx = TokenVerifier.hs256(KEY, audience="pymem-test").verify(result.output.strip())
+    assert (ctx.tenant, ctx.actor, ctx.adapter, dict(ctx.scope)) == ("acme", "alice", "codex", {"project": "x"})
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["token", "--tenant", "acme", "--actor", "alice"], {}, "PYMEM_JWT_KEY"),
+    (["token", "--tenant", "acme"], {"PYMEM_JWT_KEY": KEY}, "an actor is required"),
+    (["token", "--actor", "alice"], {"PYMEM_JWT_KEY": KEY}, "a tenant is required"),
+    (["token", "--tenant", "acme", "--actor", "alice"], {"PYMEM_JWT_KEY": "short"}, "at least 32 bytes"),
+])
+def test_token_refuses_what_the_service_would_refuse(args, env, message):
+    result = run(args, **env)
+    assert result.exit_code == 2 and message in result.output
