@@ -45,6 +45,7 @@ PROVENANCE: Schema = {
     },
 }
 OBJECT: Schema = {"type": "object"}
+STRINGS: Schema = {"type": "array", "items": {"type": "string"}}
 
 # -- results ------------------------------------------------------------------------------------
 
@@ -56,9 +57,10 @@ HITS: Schema = {"type": "array", "items": {
                    "recalled_view": {}, "revision": {"type": "integer"}}}}
 DELETED: Schema = {"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "integer"}}}
 PAGE: Schema = {"type": "object", "required": ["chunks", "next_after"],
-                "properties": {"chunks": {"type": "array", "items": STORED}, "next_after": nullable({"type": "string"})}}
+                "properties": {"chunks": {"type": "array", "items": STORED},
+                               "next_after": nullable({"type": "string"})}}
 CAPABILITIES: Schema = {"type": "object", "required": ["store", "verbs", "embedding_dim"],
-                        "properties": {"store": {"type": "string"}, "verbs": {"type": "array", "items": {"type": "string"}},
+                        "properties": {"store": {"type": "string"}, "verbs": STRINGS,
                                        "embedding_dim": {"type": "integer"}}}
 HEALTH: Schema = {"type": "object", "required": ["ok", "database", "schema"],
                   "properties": {"ok": {"type": "boolean"}, "database": OBJECT, "schema": OBJECT}}
@@ -67,17 +69,15 @@ ADMITTED: Schema = {"type": "object", "required": ["id", "origin", "confidence",
                                    "confidence": {"type": "number"}, "policy_fingerprint": {"type": "string"},
                                    "provenance": OBJECT},
                     "description": "the record as the write gate wrote it (without vectors)"}
+KEPT: Schema = {"type": "object", "required": ["id", "content", "score", "origin", "confidence"], "properties": {
+    "id": {"type": "string"}, "content": nullable({"type": "string"}), "score": {"type": "number"},
+    "origin": {"type": "string"}, "confidence": {"type": "number"}, "source_adapter": nullable({"type": "string"}),
+    "created_at": nullable({"type": "string"}), "provenance": OBJECT}}
+WITHHELD: Schema = {"type": "object", "required": ["id", "reason"], "properties": {
+    "id": {"type": "string"}, "reason": {"type": "string"}, "signature": nullable({"type": "string"})},
+    "description": "a hit that was not returned, and why; never its content"}
 RECALLED: Schema = {"type": "object", "required": ["kept", "withheld", "policy_fingerprint", "candidates"], "properties": {
-    "kept": {"type": "array", "items": {
-        "type": "object", "required": ["id", "content", "score", "origin", "confidence"],
-        "properties": {"id": {"type": "string"}, "content": nullable({"type": "string"}), "score": {"type": "number"},
-                       "origin": {"type": "string"}, "confidence": {"type": "number"},
-                       "source_adapter": nullable({"type": "string"}), "created_at": nullable({"type": "string"}),
-                       "provenance": OBJECT}}},
-    "withheld": {"type": "array", "items": {
-        "type": "object", "required": ["id", "reason"],
-        "properties": {"id": {"type": "string"}, "reason": {"type": "string"},
-                       "signature": nullable({"type": "string"})}}},
+    "kept": {"type": "array", "items": KEPT}, "withheld": {"type": "array", "items": WITHHELD},
     "policy_fingerprint": {"type": "string"}, "candidates": {"type": "integer"}}}
 
 # -- argument sets --------------------------------------------------------------------------------

@@ -11,14 +11,17 @@ read_adapters (or the columns behind them) is refused before anything runs, what
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
+
+import psycopg
 
 from ..admission.gate import admit
 from ..context import Context
 from ..embedder import Embedder, check_dimension, get_embedder
-from ..errors import InvalidArguments
+from ..errors import InvalidArguments, ServerError
 from ..recall import recall
 from ..storage.memories import Memories
 from ..storage.store import Store
@@ -120,7 +123,8 @@ class Service:
             kwargs["idempotency_key"] = idempotency_key
         elif idempotency_key is not None:
             raise InvalidArguments(f"{entry.name} takes no idempotency_key")
-        return entry.run(self.store.bind(ctx), self, **kwargs)
+        with _database_unavailable():
+            return entry.run(self.store.bind(ctx), self, **kwargs)
 
     def handshake(self, ctx: Context, protocols: Any = None) -> dict[str, Any]:
         """Capability negotiation: the protocol spoken, the verbs, what the store implements, who you are."""
@@ -129,10 +133,22 @@ class Service:
                 raise InvalidArguments("protocols must be a list of protocol names")
             if PROTOCOL not in protocols:
                 raise ProtocolError("protocol_unsupported", f"this service speaks {PROTOCOL} only")
+        with _database_unavailable():
+            store = self.store.bind(ctx).describe_store()
         return {
             "protocol": PROTOCOL,
             "server": {"name": "pymem", "version": version()},
             "verbs": sorted(self.verbs),
-            "store": self.store.bind(ctx).describe_store(),
+            "store": store,
             "identity": {"tenant": ctx.tenant, "actor": ctx.actor, "adapter": ctx.adapter, "scope": dict(ctx.scope)},
         }
+
+
+@contextlib.contextmanager
+def _database_unavailable() -> Iterator[None]:
+    """A connection the pool could not hand out in time, or one that dropped, outside the library's
+    own translation: the database is unavailable (503), not an internal error."""
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise ServerError(f"the database is unavailable ({type(exc).__name__})") from exc

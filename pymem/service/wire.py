@@ -26,6 +26,7 @@ class WireError:
     status: int
     raises: type[PymemError]  # what pymem.client raises for it
     meaning: str
+    typed: bool = False  # the code of `raises` itself: the server answers it for that typed error
 
 
 class ProtocolError(PymemError):
@@ -49,44 +50,42 @@ TOKEN_CODES = {
 }
 
 ERRORS: tuple[WireError, ...] = (
-    WireError("malformed_request", 400, InvalidArguments, "the body is not a JSON envelope {verb, args, idempotency_key}"),
+    WireError("malformed_request", 400, InvalidArguments,
+              "the body is not a JSON envelope {verb, args, idempotency_key}"),
     WireError("unknown_verb", 400, InvalidArguments, "the verb is not one this service offers"),
     WireError("identity_in_body", 400, InvalidArguments,
               "the body names tenant, actor, adapter, scope or read_adapters: identity comes from the token only"),
     WireError("protocol_unsupported", 400, InvalidArguments, "none of the client's protocol versions is spoken here"),
-    WireError("invalid_arguments", 400, InvalidArguments, "the verb's arguments are malformed (InvalidArguments)"),
+    WireError("invalid_arguments", 400, InvalidArguments, "the verb's arguments are malformed (InvalidArguments)",
+              typed=True),
     *(WireError(code, 401, Unauthenticated, meaning) for code, meaning in TOKEN_CODES.items()),
-    WireError("access_denied", 403, AccessDenied, "row-level security or privileges refused the call (AccessDenied)"),
-    WireError("context_refused", 403, ContextError, "the database refused the token's context (ContextError)"),
-    WireError("not_found", 404, NotFound, "a memory the call needs does not exist or is not visible (NotFound)"),
+    WireError("access_denied", 403, AccessDenied,
+              "row-level security or privileges refused the call (AccessDenied)", typed=True),
+    WireError("context_refused", 403, ContextError, "the database refused the token's context (ContextError)",
+              typed=True),
+    WireError("not_found", 404, NotFound, "a memory the call needs does not exist or is not visible (NotFound)",
+              typed=True),
     WireError("route_not_found", 404, InvalidArguments, "no such route"),
     WireError("method_not_allowed", 405, InvalidArguments, "the route does not take this HTTP method"),
     WireError("idempotency_conflict", 409, IdempotencyConflict,
-              "the idempotency key was used with different arguments (IdempotencyConflict)"),
-    WireError("revision_mismatch", 409, RevisionMismatch, "a stored revision is not the expected one (RevisionMismatch)"),
+              "the idempotency key was used with different arguments (IdempotencyConflict)", typed=True),
+    WireError("revision_mismatch", 409, RevisionMismatch,
+              "a stored revision is not the expected one (RevisionMismatch)", typed=True),
     WireError("request_too_large", 413, InvalidArguments, "the body is over the service's size limit"),
     WireError("unsupported_media_type", 415, InvalidArguments, "the body is not application/json"),
     WireError("admission_refused", 422, MemoryAdmissionError,
-              "the write gate refused the record; details carry reason, signature and audit_seq (MemoryAdmissionError)"),
-    WireError("internal_error", 500, PymemError, "an unexpected failure; the response carries no internals, only a request id"),
-    WireError("schema_not_current", 503, SchemaError, "the database schema is missing or behind (SchemaError)"),
-    WireError("database_unavailable", 503, ServerError, "the database cannot be reached (ServerError)"),
+              "the write gate refused the record; details carry reason, signature and audit_seq "
+              "(MemoryAdmissionError)", typed=True),
+    WireError("internal_error", 500, PymemError,
+              "an unexpected failure; the response carries no internals, only a request id"),
+    WireError("schema_not_current", 503, SchemaError, "the database schema is missing or behind (SchemaError)",
+              typed=True),
+    WireError("database_unavailable", 503, ServerError, "the database cannot be reached (ServerError)", typed=True),
 )
 BY_CODE: dict[str, WireError] = {e.code: e for e in ERRORS}
 
 # The code for each typed error, found along the exception's MRO (ContextError before InvalidArguments).
-_TYPED: dict[type[PymemError], str] = {
-    InvalidArguments: "invalid_arguments",
-    ContextError: "context_refused",
-    AccessDenied: "access_denied",
-    NotFound: "not_found",
-    IdempotencyConflict: "idempotency_conflict",
-    RevisionMismatch: "revision_mismatch",
-    MemoryAdmissionError: "admission_refused",
-    SchemaError: "schema_not_current",
-    ServerError: "database_unavailable",
-}
-
+_TYPED: dict[type[PymemError], str] = {e.raises: e.code for e in ERRORS if e.typed}
 
 def code_for(exc: BaseException) -> str:
     """The wire code of an exception; "internal_error" for anything unexpected."""

@@ -144,3 +144,27 @@ def test_mcp_over_stdio_acts_in_the_commands_context(database, store):
     assert out["claimed"].is_error and "identity_in_body" in _text(out["claimed"])
     row = store.bind(tenant="stdio-tenant").get_row("eur")
     assert (row["source_adapter"], row["provenance"]["adapter"]) == ("claude-desktop", "claude-desktop")
+
+
+def test_an_unexpected_failure_in_a_tool_is_an_error_without_internals(store, caplog):
+    import logging
+
+    from pymem.service.verbs import Verb
+
+    secret = "zq-tool-secret-91"
+    caplog.set_level(logging.DEBUG)
+
+    def boom(memories, service, **args):
+        raise KeyError(secret)
+
+    app = build_app(store, tokens=TokenVerifier.hs256(KEY))
+    with running(app) as base:
+        app.state.runtime.service.verbs["recall"] = Verb("recall", boom, {"query": {}, "top_k": {}, "scope_filter": {}})
+
+        async def steps(client):
+            return await client.call_tool("recall", {"query": secret})
+
+        result = over_http(base, token(), steps)
+    assert result.is_error and "internal_error" in _text(result) and secret not in _text(result)
+    logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
+    assert "unexpected KeyError" in logged and secret not in logged

@@ -52,43 +52,38 @@ def _record(record: dict[str, Any] | None) -> Any:
     return None if record is None else {k: v for k, v in record.items() if k not in ("embedding", "vector")}
 
 
-def run_library(store) -> list:
-    mem = store.bind(Context(tenant="via-library", actor="agent"))
+class LibraryAPI:
+    """The library's calls under the client's method names, so one loop drives both."""
+
+    def __init__(self, mem):
+        self.mem = mem
+
+    def remember(self, record, provenance):
+        return admit(self.mem, record, provenance)
+
+    def recall(self, query, *, top_k):
+        return recall(self.mem, query, top_k=top_k).to_json()
+
+    def __getattr__(self, name):  # get, list_chunks, delete_many: the same on both
+        return getattr(self.mem, name)
+
+
+def run_sync(api) -> list:
     out: list = []
     for step, args in SEQUENCE:
         if step == "remember":
             try:
-                out.append(_admitted(admit(mem, *args)))
+                out.append(_admitted(api.remember(*args)))
             except MemoryAdmissionError as exc:
                 out.append(("refused", exc.reason, exc.signature, exc.audit_seq))
         elif step == "recall":
-            out.append(_recalled(recall(mem, args[0], top_k=args[1]).to_json()))
+            out.append(_recalled(api.recall(args[0], top_k=args[1])))
         elif step == "get":
-            out.append(_record(mem.get(*args)))
+            out.append(_record(api.get(*args)))
         elif step == "list":
-            out.append([_record(r) for r in mem.list_chunks()["chunks"]])
+            out.append([_record(r) for r in api.list_chunks()["chunks"]])
         elif step == "forget":
-            out.append(mem.delete_many(*args))
-    return out
-
-
-def run_http(url: str) -> list:
-    out: list = []
-    with Client(url, token(tenant="via-http", actor="agent")) as mem:
-        for step, args in SEQUENCE:
-            if step == "remember":
-                try:
-                    out.append(_admitted(mem.remember(*args)))
-                except MemoryAdmissionError as exc:
-                    out.append(("refused", exc.reason, exc.signature, exc.audit_seq))
-            elif step == "recall":
-                out.append(_recalled(mem.recall(args[0], top_k=args[1])))
-            elif step == "get":
-                out.append(_record(mem.get(*args)))
-            elif step == "list":
-                out.append([_record(r) for r in mem.list_chunks()["chunks"]])
-            elif step == "forget":
-                out.append(mem.delete_many(*args))
+            out.append(api.delete_many(*args))
     return out
 
 
@@ -126,9 +121,10 @@ def run_mcp(url: str) -> list:
 
 def test_library_http_and_mcp_give_the_same_results(store):
     with running(build_app(store, tokens=TokenVerifier.hs256(KEY))) as url:
-        via_http = run_http(url)
+        with Client(url, token(tenant="via-http", actor="agent")) as client:
+            via_http = run_sync(client)
         via_mcp = run_mcp(url)
-    via_library = run_library(store)
+    via_library = run_sync(LibraryAPI(store.bind(Context(tenant="via-library", actor="agent"))))
     assert via_library == via_http == via_mcp
     # and the sequence meant something: admissions, both kinds of refusal, a hit, a miss, a deletion
     kinds = [r[0] if isinstance(r, tuple) else type(r).__name__ for r in via_library]
