@@ -164,6 +164,11 @@ def test_scope_and_adapter_come_from_the_token(url, database):
         row = conn.execute("select source_adapter, scope from pymem.memories where tenant_id = 'acme' and id = 'n1'").fetchone()
     assert row == ("codex", {"project": "billing"})
     assert call(url, "get", {"id": "n1"}, token=other)[1]["result"] is None
+    # a record scoped outside the token's scope is refused by row-level security, and nothing is written
+    outside = {"id": "n2", "content": "x", "embedding": vec(4), "scope": {"project": "support"}}
+    status, got = call(url, "upsert_many", {"records": [outside]}, token=billing, idempotency_key="s1")
+    assert (status, got["error"]["code"]) == (403, "access_denied")
+    assert call(url, "get", {"id": "n2"}, token=other)[1]["result"] is None
     # the provenance cannot name another adapter than the token's
     status, got = call(url, "remember", {"record": "x", "provenance": {"origin": "user_asserted", "adapter": "other"}},
                        token=billing)
