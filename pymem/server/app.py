@@ -37,7 +37,7 @@ from ..service.verbs import Service
 from ..service.wire import ProtocolError
 from .access import AccessLog, request_id
 from .openapi import openapi_document
-from .requests import DEFAULT_MAX_BODY, bearer_token, parse_envelope, read_json
+from .requests import DEFAULT_MAX_BODY, bearer_token, parse_envelope, parse_json, read_body
 from .responses import error_response, json_bytes, json_response, ok_response
 
 __all__ = ["build_app"]
@@ -102,17 +102,15 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
 
     async def call(request: Request) -> Response:
         async def work(ctx) -> Response:
-            verb, args, key = parse_envelope(await read_json(request, max_body))
-            service = runtime.get()
-            if verb in service.verbs:
-                request.state.verb = verb
-            run = functools.partial(_call_json, service, ctx, verb, args, key)
+            body = await read_body(request, max_body)
+            run = functools.partial(_call_json, runtime.get(), ctx, body, request.state)
             return ok_response(await anyio.to_thread.run_sync(run))
         return await authenticated(request, work)
 
     async def handshake(request: Request) -> Response:
         async def work(ctx) -> Response:
-            body = await read_json(request, max_body, required=False)
+            raw = await read_body(request, max_body, required=False)
+            body = parse_json(raw) if raw is not None else None
             if body is not None and (not isinstance(body, dict) or set(body) - {"protocols"}):
                 raise ProtocolError("malformed_request", 'the handshake body is {"protocols": [...]} or empty')
             protocols = body.get("protocols") if body else None
@@ -166,6 +164,10 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
     return app
 
 
-def _call_json(service: Service, ctx: Any, verb: Any, args: Any, key: Any) -> bytes:
-    """Run a verb and serialise its result, both on a worker thread."""
+def _call_json(service: Service, ctx: Any, body: bytes, state: Any) -> bytes:
+    """Parse the envelope, run the verb and serialise its result: all on a worker thread, so a large
+    body or result never holds up the event loop."""
+    verb, args, key = parse_envelope(parse_json(body))
+    if verb in service.verbs:
+        state.verb = verb  # for the access log; an unknown verb's name is the caller's text
     return json_bytes(service.call(ctx, verb, args, key))

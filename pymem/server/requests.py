@@ -14,7 +14,7 @@ from starlette.requests import Request
 from ..service.verbs import REFUSED_ARGS
 from ..service.wire import ProtocolError
 
-__all__ = ["bearer_token", "read_json", "parse_envelope", "ENVELOPE_KEYS", "DEFAULT_MAX_BODY"]
+__all__ = ["bearer_token", "read_body", "parse_json", "parse_envelope", "ENVELOPE_KEYS", "DEFAULT_MAX_BODY"]
 
 #: Largest request body accepted (PYMEM_MAX_REQUEST_BYTES): a full batch of 10,000 small records fits.
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
@@ -31,8 +31,9 @@ def bearer_token(request: Request) -> str | None:
     return token.strip() or None
 
 
-async def read_json(request: Request, limit: int, *, required: bool = True) -> Any:
-    """The body as JSON, at most `limit` bytes; None for an empty body when not `required`."""
+async def read_body(request: Request, limit: int, *, required: bool = True) -> bytes | None:
+    """The body's bytes, at most `limit`, sent as application/json; None for an empty body when not
+    `required`. Parsing is left to the caller (off the event loop for a large body)."""
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         raise ProtocolError("request_too_large", f"the body is {length} bytes; the limit is {limit}")
@@ -51,7 +52,7 @@ async def read_json(request: Request, limit: int, *, required: bool = True) -> A
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media != "application/json":
         raise ProtocolError("unsupported_media_type", "send the body as Content-Type: application/json")
-    return parse_json(body)
+    return body
 
 
 def _no_constants(name: str) -> Any:
