@@ -264,7 +264,7 @@ def recall_command(query: str, top_k: int, as_of: str | None, ctx: Context, as_j
 
 @click.group("audit")
 def audit_group() -> None:
-    """Read the admission audit: refusals, and how a memory got here.
+    """Read the audit: refusals, how a memory got here, and what each delivered turn contained.
 
     Auditors can run the same queries in plain SQL across tenants (see the README).
 
