@@ -1807,6 +1807,20 @@ end
 $$;
 comment on function pymem.record_injection(text, integer, text[], text[], text[], text, integer, integer, integer, text, text, text) is 'Chains a delivery.injected event (ids and the sha256 of the delivered text, never the text) for a session''s turn; returns its seq';
 
+create function pymem._check_erasure_reason(p_reason text) returns void
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  -- the reason is kept in the ledger and shown to auditors: short, one line, nothing hidden
+  if p_reason is null or p_reason = '' or length(p_reason) > 300 or not pymem._is_plain_text(p_reason) then
+    raise exception 'pymem: an erasure reason must be 1-300 characters without control or format characters'
+      using errcode = '22023';
+  end if;
+end
+$$;
+comment on function pymem._check_erasure_reason(text) is 'Refuses an erasure reason that is empty, longer than 300 characters or not plain text';
+
 create function pymem.erase_memory(p_id text, p_reason text) returns bigint
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
@@ -1819,10 +1833,7 @@ declare
   v_row pymem.memories;
   v_entry pymem.ledger;
 begin
-  if p_reason is null or p_reason = '' or length(p_reason) > 300 or not pymem._is_plain_text(p_reason) then
-    raise exception 'pymem: an erasure reason must be 1-300 characters without control or format characters'
-      using errcode = '22023';
-  end if;
+  perform pymem._check_erasure_reason(p_reason);
   update pymem.memories m
      set content = null, record = null, embedding = null, erased_at = now(), source_adapter = pymem._ctx_adapter()
    where m.tenant_id = pymem._ctx_tenant() and m.id = p_id and m.erased_at is null
@@ -1849,10 +1860,7 @@ declare
   v_row pymem.sessions;
   v_entry pymem.ledger;
 begin
-  if p_reason is null or p_reason = '' or length(p_reason) > 300 or not pymem._is_plain_text(p_reason) then
-    raise exception 'pymem: an erasure reason must be 1-300 characters without control or format characters'
-      using errcode = '22023';
-  end if;
+  perform pymem._check_erasure_reason(p_reason);
   update pymem.sessions s set erased_at = now()
    where s.tenant_id = pymem._ctx_tenant() and s.id = p_id and s.erased_at is null and not s.incognito
   returning s.* into v_row;

@@ -11,7 +11,7 @@ from .. import (SURFACES, Context, MemoryAdmissionError, Provenance, PymemError,
                 erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections, recall_session,
                 replace_summary, session_injections, start_session, supersede)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
-from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _refused_json, _short, audit_group
+from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, audit_group, report_refusal
 
 SURFACE_CHOICE = click.Choice(list(SURFACES))
 
@@ -79,12 +79,7 @@ def session_end(session_id: str, summary: str | None, ctx: Context, as_json: boo
         try:
             session = end_session(store.bind(ctx), session_id, summary=summary)
         except MemoryAdmissionError as exc:
-            if as_json:
-                echo_json(_refused_json(exc))
-            else:
-                click.echo(f"refused: {exc.reason}")
-                click.echo(f"  audit seq: {exc.audit_seq if exc.audit_seq is not None else 'none'}")
-            raise SystemExit(1)
+            report_refusal(exc, as_json)
     if as_json:
         echo_json(session.to_json())
         return
@@ -237,12 +232,7 @@ def supersede_command(old_id: str, text: str, origin: str, session_id: str | Non
         try:
             out = supersede(store.bind(ctx), old_id, text, provenance, embedder=_embedder(store))
         except MemoryAdmissionError as exc:
-            if as_json:
-                echo_json(_refused_json(exc))
-            else:
-                click.echo(f"refused: {exc.reason}")
-                click.echo(f"  audit seq: {exc.audit_seq if exc.audit_seq is not None else 'none (not audited)'}")
-            raise SystemExit(1)
+            report_refusal(exc, as_json)
     if as_json:
         echo_json({**_admitted_json(out), "supersedes": old_id})
         return

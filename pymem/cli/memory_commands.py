@@ -48,6 +48,18 @@ def _refused_json(exc: MemoryAdmissionError) -> dict[str, Any]:
     return {"decision": "refused", "reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq}
 
 
+def report_refusal(exc: MemoryAdmissionError, as_json: bool) -> None:
+    """Print a refusal (reason, signature, audit seq) and exit 1."""
+    if as_json:
+        echo_json(_refused_json(exc))
+    else:
+        click.echo(f"refused: {exc.reason}")
+        if exc.signature:
+            click.echo(f"  signature: {exc.signature}")
+        click.echo(f"  audit seq: {exc.audit_seq if exc.audit_seq is not None else 'none (not audited)'}")
+    raise SystemExit(1)
+
+
 def _parse_line(raw: str, default_origin: str | None) -> tuple[dict[str, Any], Provenance]:
     """One --file line as (record, provenance); raises InvalidArguments naming what is wrong."""
     try:
@@ -203,14 +215,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         try:
             out = admit(memories, record, provenance, embedder=_embedder(store))
         except MemoryAdmissionError as exc:
-            if as_json:
-                echo_json(_refused_json(exc))
-            else:
-                click.echo(f"refused: {exc.reason}")
-                if exc.signature:
-                    click.echo(f"  signature: {exc.signature}")
-                click.echo(f"  audit seq: {exc.audit_seq if exc.audit_seq is not None else 'none (not audited)'}")
-            raise SystemExit(1)
+            report_refusal(exc, as_json)
     if as_json:
         echo_json(_admitted_json(out))
     else:

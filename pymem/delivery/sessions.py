@@ -120,6 +120,13 @@ def _summary_provenance(session_id: str) -> Provenance:
     return Provenance(Origin.MODEL_INFERRED, session_id=session_id, source=SUMMARY_SOURCE)
 
 
+def _changed(memories: "Memories", statement: str, params: tuple, conn: psycopg.Connection | None) -> SessionRow | None:
+    """Run a named statement that writes one session and returns it (None: no row it may change)."""
+    with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
+        cur.execute(statement, params)
+        return cur.fetchone()
+
+
 def _refuse_write(memories: "Memories", session_id: str, summary: str | None, reason: str,
                   conn: psycopg.Connection | None, signature: str | None = None):
     provenance = _summary_provenance(session_id)
@@ -166,10 +173,8 @@ def start_session(memories: "Memories", session_id: str, surface: str, *, incogn
         topic = None  # nothing from an incognito session is stored, its first words included
     ctx = memories.ctx
     try:
-        with memories.store.transaction(ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
-            cur.execute(queries.query("start_session"),
-                        (ctx.tenant, session_id, Jsonb(dict(ctx.scope)), surface, incognito, topic))
-            row = cur.fetchone()
+        row = _changed(memories, queries.query("start_session"),
+                       (ctx.tenant, session_id, Jsonb(dict(ctx.scope)), surface, incognito, topic), conn)
     except pgerr.UniqueViolation:
         raise InvalidArguments(f"session {session_id[:100]!r} was already started in this tenant") from None
     return Session.from_row(row)
@@ -189,9 +194,7 @@ def end_session(memories: "Memories", session_id: str, *, summary: str | None = 
         summary = None
     elif summary is not None:
         _scanned(memories, session_id, summary, conn)
-    with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
-        cur.execute(queries.query("end_session"), (summary, memories.ctx.tenant, session_id))
-        ended = cur.fetchone()
+    ended = _changed(memories, queries.query("end_session"), (summary, memories.ctx.tenant, session_id), conn)
     if ended is None:
         raise InvalidArguments(f"session {session_id[:100]!r} has already ended, or this context may not end it")
     return Session.from_row(ended)
@@ -208,9 +211,8 @@ def replace_summary(memories: "Memories", session_id: str, summary: str, *,
     if row.erased_at is not None:
         raise InvalidArguments(f"session {session_id[:100]!r} was erased")
     _scanned(memories, session_id, summary, conn)
-    with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
-        cur.execute(queries.query("replace_session_summary"), (summary, memories.ctx.tenant, session_id))
-        changed = cur.fetchone()
+    changed = _changed(memories, queries.query("replace_session_summary"),
+                       (summary, memories.ctx.tenant, session_id), conn)
     if changed is None:
         raise InvalidArguments(f"this context may not change session {session_id[:100]!r}")
     return Session.from_row(changed)

@@ -6,26 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
-
 from pymem import Context, history, list_sessions, session_injections
-from pymem.cli import main
+from helpers.cli import cli_runner
 from helpers.delivery import block_memory_ids
 
 
 @pytest.fixture
 def cli(database, monkeypatch):
-    for var in ("PYMEM_ADAPTER", "PYMEM_ACTOR", "PYMEM_SCOPE", "PYMEM_EMBEDDER", "PYMEM_POLICY_FILE",
-                "PYMEM_TRUSTED_ADAPTERS", "PYMEM_TRUST_UNTAGGED", "PYMEM_HOME", "PYMEM_EMBEDDING_DIM",
-                "PYMEM_TIERS_FILE", "PYMEM_TIERS_EXCLUDE", "PYMEM_SIMILARITY_FLOOR", "PYMEM_DENY_ORIGINS"):
-        monkeypatch.delenv(var, raising=False)
-    env = {"PYMEM_DSN": database.app_dsn, "PYMEM_ADMIN_DSN": database.admin_dsn, "PYMEM_TENANT": "acme",
-           "PYMEM_ACTOR": "cli-user"}
-
-    def run(*args, **extra_env):
-        return CliRunner().invoke(main, list(args), env={**env, **extra_env}, catch_exceptions=False)
-
-    return run
+    return cli_runner(database, monkeypatch)
 
 
 @pytest.fixture
