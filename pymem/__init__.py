@@ -16,11 +16,22 @@ from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy
 from .config import Settings
 from .context import Context, parse_scope_pairs
+from .delivery.deliver import Delivery, deliver
+from .delivery.envelope import DeliveredItem, DigestEntry
+from .delivery.injections import Injection, MemoryInjection, memory_injections, session_injections
+from .delivery.inspector import InspectedMemory, inspect_memories, inspect_memory
+from .delivery.memories import erase, supersede
+from .delivery.ranking import DEFAULT_FLOOR
+from .delivery.sessions import (Session, SessionSummary, end_session, erase_session, list_sessions, recall_session,
+                                replace_summary, start_session)
+from .delivery.tiers import Tier, TierRule, TrustTiers, tier_of
+from .delivery.tokens import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter, TokenCounter
 from .embedder import Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
 from .errors import (
     AccessDenied,
     ContextError,
     IdempotencyConflict,
+    IncognitoSession,
     InvalidArguments,
     MemoryAdmissionError,
     NotFound,
@@ -28,6 +39,7 @@ from .errors import (
     RevisionMismatch,
     SchemaError,
     ServerError,
+    UnknownSession,
 )
 from .integrity.audit import HistoryEvent, Refusal, history, refusals
 from .integrity.checkpoints import Checkpoint, CheckpointReport, CheckpointSink, FileSink, open_sink
@@ -42,14 +54,15 @@ from .storage.memories import Memories
 from .storage.status import DatabaseStatus, database_status
 from .storage.store import Store
 from .storage.transfer import ImportReport, check_file, export_records, import_file
-from .vocabulary import ORIGINS, Origin
+from .vocabulary import ORIGINS, SURFACES, Origin
 
 __all__ = [
     # opening the store, and the memory verbs
     "Settings", "Store", "Memories", "Context", "parse_scope_pairs",
     # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
-    "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError",
+    "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
+    "IncognitoSession",
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",
@@ -62,6 +75,12 @@ __all__ = [
     "import_file", "export_records", "check_file", "ImportReport",
     # the database itself
     "upgrade_schema", "upgrade_sql", "database_status", "DatabaseStatus", "stop_embedded", "admin_connection",
+    # delivery: sessions, the block an agent receives, its injection record, supersession, erasure
+    "SURFACES", "Session", "SessionSummary", "start_session", "end_session", "replace_summary", "list_sessions",
+    "recall_session", "erase_session", "deliver", "Delivery", "DeliveredItem", "DigestEntry", "Tier", "TierRule",
+    "TrustTiers", "tier_of", "TokenCounter", "ApproxTokenCounter", "EncodingCounter", "UNDERCOUNT_MARGIN",
+    "DEFAULT_FLOOR", "session_injections", "memory_injections", "Injection", "MemoryInjection", "supersede", "erase",
+    "inspect_memories", "inspect_memory", "InspectedMemory",
     # who may act where
     "bind_login", "unbind_login", "list_bindings", "LoginBinding",
 ]

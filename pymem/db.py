@@ -20,7 +20,8 @@ from psycopg_pool import ConnectionPool
 
 from . import queries
 from .context import Context
-from .errors import AccessDenied, ContextError, InvalidArguments, PymemError, ServerError
+from .errors import (AccessDenied, ContextError, IncognitoSession, InvalidArguments, NotFound, PymemError,
+                     ServerError, UnknownSession)
 
 APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
@@ -98,8 +99,10 @@ def translate_errors() -> Iterator[None]:
         yield
     except PymemError:
         raise
-    except pgerr.InsufficientPrivilege as exc:
-        raise AccessDenied(_message(exc)) from exc
+    except (pgerr.ForeignKeyViolation, pgerr.InsufficientPrivilege) as exc:
+        raise _session_refusal(exc) from exc
+    except pgerr.NoDataFound as exc:
+        raise NotFound(_message(exc)) from exc
     except pgerr.CheckViolation as exc:
         raise InvalidArguments(f"the database refused the row: {exc.diag.constraint_name or _message(exc)}") from exc
     except pgerr.NotNullViolation as exc:
@@ -110,6 +113,23 @@ def translate_errors() -> Iterator[None]:
         raise InvalidArguments(_message(exc)) from exc
     except psycopg.OperationalError as exc:
         raise ServerError(_message(exc)) from exc
+
+
+# The constraint names the schema's session checks raise with (sql/schema.sql): an unknown or an
+# incognito session is a refusal of its own kind, not a generic integrity or privilege error.
+_UNKNOWN_SESSION = frozenset({"memories_session_started", "injections_session_started"})
+_INCOGNITO_SESSION = frozenset({"memories_session_not_incognito", "injections_not_incognito"})
+
+
+def _session_refusal(exc: psycopg.Error) -> PymemError:
+    constraint = getattr(exc.diag, "constraint_name", None)
+    if constraint in _UNKNOWN_SESSION:
+        return UnknownSession(_message(exc))
+    if constraint in _INCOGNITO_SESSION:
+        return IncognitoSession(_message(exc))
+    if isinstance(exc, pgerr.InsufficientPrivilege):
+        return AccessDenied(_message(exc))
+    return InvalidArguments(f"the database refused the row: {constraint or _message(exc)}")
 
 
 def _message(exc: psycopg.Error) -> str:

@@ -69,3 +69,15 @@ class MemoryAdmissionError(PymemError):
         self.reason = reason
         self.signature = signature
         self.audit_seq = audit_seq
+
+
+class UnknownSession(MemoryAdmissionError):
+    """A write or a delivery named a session that was never started in this tenant (or that this
+    context cannot see). Refused, never pooled into a catch-all session; a refused write is
+    audited first, like any admission refusal (`audit_seq`)."""
+
+
+class IncognitoSession(MemoryAdmissionError):
+    """The session is incognito: nothing from it is stored (no memory, no summary, no injection
+    record), and the database refuses it too. Nothing is audited: an audit record would be
+    something stored."""

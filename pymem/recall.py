@@ -24,6 +24,9 @@ Rows beyond the last kept one are not judged (a guard can be expensive).
 
 Withheld entries carry the id, the reason and the signature, never the content. Kept entries
 carry the content: that is what recall is for.
+
+`as_of=TIME` asks what was believed at that time instead (pymem.storage.as_of): rows written and
+valid by then and not yet superseded then, re-judged under the policy in force now.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import psycopg
 
 from .storage import search as _search
+from .storage.as_of import check_as_of, search_rows_as_of
 from .storage.search import SearchHit
 from .admission.gate import admit
 from .admission.judge import rejudge
@@ -47,7 +51,8 @@ from .admission.trust import AdapterTrustPolicy, active_trust_policy
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
-__all__ = ["recall", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "candidate_count", "OVERFETCH_FACTOR",
+__all__ = ["recall", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
+           "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
 OVERFETCH_FACTOR = 3
@@ -74,6 +79,12 @@ class RecalledMemory:
     kind: str | None = None
     tags: list[str] = field(default_factory=list)
     reason: str = ""
+
+    @property
+    def session_id(self) -> str | None:
+        """The session the memory was written in, from its provenance."""
+        value = self.provenance.get("session_id") if isinstance(self.provenance, Mapping) else None
+        return value if isinstance(value, str) else None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -148,8 +159,10 @@ def _withhold(row: SearchHit, reason: str, signature: str | None = None,
                           source_adapter=row.source_adapter, score=float(row.score))
 
 
-def _judge_row(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
-               guard: Any) -> RecalledMemory | WithheldMemory:
+def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
+              guard: Any = None) -> RecalledMemory | WithheldMemory:
+    """Re-judge one stored row (a search hit, or any row shaped like one) as recall does: adapter
+    trust, consistency, then the admission policy in force and the guard."""
     adapter = row.source_adapter
     distrust = trust.verdict(adapter)
     if distrust is not None:
@@ -175,11 +188,12 @@ def _judge_row(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolic
 def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5,
            policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
            embedder: Embedder | None = None, scope_filter: Mapping[str, str] | None = None,
-           conn: psycopg.Connection | None = None) -> RecallResult:
+           as_of: Any = None, conn: psycopg.Connection | None = None) -> RecallResult:
     """Search, then re-judge every hit under the policy in force now; see the module docstring.
 
     `query`: text (embedded with `embedder`, default pymem.embedder.get_embedder(), checked
-    against the store's dimension) or a vector. `policy`: default AdmissionPolicy.from_env();
+    against the store's dimension) or a vector. `as_of`: a datetime or ISO 8601 time to ask what
+was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
     `trust`: default pymem.admission.trust.active_trust_policy(); both read at this call. `guard`: any
     object with `check_input(text)`. `scope_filter`: only rows whose scope contains it.
     """
@@ -192,25 +206,30 @@ def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5
         raise InvalidArguments(f"trust must be an AdapterTrustPolicy, not {type(trust).__name__}")
     if guard is not None and not callable(getattr(guard, "check_input", None)):
         raise InvalidArguments("guard must have a check_input(text) method")
+    as_of = check_as_of(as_of) if as_of is not None else None
     vector = _query_vector(memories, query, embedder)
     store = memories.store
+
+    def search(c: psycopg.Connection, fetch: int) -> list[SearchHit]:
+        if as_of is not None:
+            return search_rows_as_of(c, memories.ctx, vector, fetch, as_of, scope_filter, dim=store.embedding_dim)
+        return _search.search_rows(c, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
+                                   with_vectors=False)
 
     fetch = candidate_count(top_k)
     judged: dict[str, RecalledMemory | WithheldMemory] = {}  # by id: a row is judged once per call
     while True:
         if conn is not None:
-            rows = _search.search_rows(conn, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
-                                       with_vectors=False)
+            rows = search(conn, fetch)
         else:
             with store.pool.connection() as c:
-                rows = _search.search_rows(c, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
-                                           with_vectors=False)
+                rows = search(c, fetch)
         kept: list[RecalledMemory] = []
         withheld: list[WithheldMemory] = []
         for row in rows:
             verdict = judged.get(row.id)
             if verdict is None:
-                verdict = judged[row.id] = _judge_row(row, policy, trust, guard)
+                verdict = judged[row.id] = judge_hit(row, policy, trust, guard)
             (kept if isinstance(verdict, RecalledMemory) else withheld).append(verdict)
             if len(kept) == top_k:
                 break

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any, Callable
 
 __all__ = [
-    "Origin", "ORIGINS", "INJECTED", "EVENTS", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
+    "Origin", "ORIGINS", "INJECTED", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
     "MAX_NAME", "MAX_ID", "MAX_IDEMPOTENCY_KEY", "MAX_CONTENT_BYTES", "MAX_RECORD_BYTES",
     "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
     "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text",
@@ -46,9 +46,19 @@ ORIGINS: tuple[str, ...] = tuple(o.value for o in Origin)
 #: The one origin that must carry an injection source (and the only one that may).
 INJECTED = Origin.INJECTED_CONTEXT.value
 
-#: Every event the ledger records: the chain trigger's memory events and the gate's refusals.
+#: Every event the ledger records: the chain trigger's memory events, the gate's refusals, the
+#: sessions' lifecycle, hot memories marked and cleared, what a delivery injected into a turn, and
+#: the reason given for an erasure.
 EVENTS: tuple[str, ...] = ("memory.insert", "memory.update", "memory.supersede", "memory.erase",
-                           "memory.delete", "admission.refused")
+                           "memory.delete", "admission.refused",
+                           "session.start", "session.end", "session.summary", "session.erase",
+                           "hot.marked", "hot.cleared", "delivery.injected", "erasure.recorded")
+
+#: Where a session runs (the `pymem.surface` domain): a chat, a background job, another agent
+#: (agent-to-agent), an API client, the command line.
+SURFACES: tuple[str, ...] = ("chat", "background", "a2a", "api", "cli")
+#: The tag that makes a memory hot: delivered on every turn, and its marking a ledger event.
+HOT_TAG = "hot"
 
 # -- a chunk record's structural surface (the only keys the store reads) --------------------------
 

@@ -289,3 +289,107 @@ delete from pymem.login_bindings where role_name = %s
 -- Every binding, by role name
 select role_name, adapter, tenants, all_tenants, scope, created_at, created_by
   from pymem.login_bindings order by role_name
+
+-- ============================================================================================
+-- sessions (pymem/storage/sessions.py, pymem/delivery/sessions.py)
+-- ============================================================================================
+
+-- name: session_row --
+-- One session as the context sees it (%s tenant, %s id)
+select tenant_id, id, scope, source_adapter, surface, incognito, topic, summary, started_at, ended_at, erased_at
+  from pymem.sessions where tenant_id = %s and id = %s
+
+-- name: start_session --
+-- Start a session (tenant, id, scope, surface, incognito, topic); the adapter and the time are the database's
+insert into pymem.sessions as s (tenant_id, id, scope, surface, incognito, topic)
+values (%s, %s, %s, %s, %s, %s)
+returning s.tenant_id, s.id, s.scope, s.source_adapter, s.surface, s.incognito, s.topic, s.summary, s.started_at,
+          s.ended_at, s.erased_at
+
+-- name: end_session --
+-- End an open session, with its summary or none (summary, tenant, id); the end time is the database's
+update pymem.sessions as s set ended_at = now(), summary = %s
+ where s.tenant_id = %s and s.id = %s and s.ended_at is null
+returning s.tenant_id, s.id, s.scope, s.source_adapter, s.surface, s.incognito, s.topic, s.summary, s.started_at,
+          s.ended_at, s.erased_at
+
+-- name: replace_session_summary --
+-- Set or replace a session's summary (summary, tenant, id), a session.summary event
+update pymem.sessions as s set summary = %s
+ where s.tenant_id = %s and s.id = %s
+returning s.tenant_id, s.id, s.scope, s.source_adapter, s.surface, s.incognito, s.topic, s.summary, s.started_at,
+          s.ended_at, s.erased_at
+
+-- name: recent_sessions --
+-- The tenant's visible, non-incognito, non-erased sessions, newest first, except one (tenant, id to leave out or NULL, limit)
+select tenant_id, id, scope, source_adapter, surface, incognito, topic, summary, started_at, ended_at, erased_at
+  from pymem.sessions
+ where tenant_id = %s and not incognito and erased_at is null and id is distinct from %s
+ order by started_at desc, id
+ limit %s
+
+-- name: session_start_times --
+-- When each of these sessions started (%s tenant, %s ids)
+select id, started_at from pymem.sessions where tenant_id = %s and id = any(%s)
+
+-- name: erase_session --
+-- Erase a session's topic and summary with a reason (id, reason); returns the reason event's seq
+select pymem.erase_session(%s, %s)
+
+-- name: search_as_of --
+-- Exact cosine search over what was believed at a past time, in the transaction's context (query, top_k, time, scope filter)
+select * from pymem.search_as_of(p_query => %s, p_top_k => %s, p_as_of => %s, p_scope_filter => %s)
+
+-- ============================================================================================
+-- delivery (pymem/delivery)
+-- ============================================================================================
+
+-- name: hot_memories --
+-- The context's live hot memories, newest first, shaped like search hits with score 0 (%s tenant, %s limit)
+select id, record - 'embedding' - 'vector' as record, content, kind, tags, scope, origin, provenance, confidence,
+       source_adapter, injection_source, policy_fingerprint, created_at, revision, 0::double precision as score
+  from pymem.memories
+ where tenant_id = %s and 'hot' = any (tags) and erased_at is null and invalidated_at is null
+ order by created_at desc, id
+ limit %s
+
+-- name: supersede_memory --
+-- Mark a live memory superseded by another (new id, tenant, old id); the changed row carries the writer's adapter
+update pymem.memories as m
+   set invalidated_at = now(), superseded_by = %s, source_adapter = pymem._ctx_adapter()
+ where m.tenant_id = %s and m.id = %s and m.invalidated_at is null and m.erased_at is null
+returning m.id, m.invalidated_at
+
+-- name: erase_memory --
+-- Erase a memory's content, record and embedding with a reason (id, reason); returns the reason event's seq
+select pymem.erase_memory(%s, %s)
+
+-- name: record_injection --
+-- Chain what a delivery put into a turn (session, turn, memory ids, hot ids, digest sessions, sha256 hex, tokens, budget, truncated, counter, policy and tiers fingerprints)
+select pymem.record_injection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+
+-- name: last_injected_turn --
+-- The highest turn recorded for a session (%s tenant, %s session), NULL when none
+select max(turn) from pymem.audit_injections where tenant_id = %s and session_id = %s
+
+-- name: session_injections --
+-- A session's injection records, oldest first, of one turn or all (tenant, session, turn or NULL, turn or NULL)
+select * from pymem.audit_injections
+ where tenant_id = %s and session_id = %s and (%s::integer is null or turn = %s::integer)
+ order by seq
+
+-- name: memory_injections --
+-- Every turn a memory entered, oldest first (%s tenant, %s memory id)
+select * from pymem.memory_injections where tenant_id = %s and memory_id = %s order by seq
+
+-- name: inspect_memories --
+-- The context's live (not erased) memories for the inspector, newest first (tenant, superseded too, session or NULL twice, hot only, limit)
+select id, kind, content, tags, origin, provenance, source_adapter, confidence, created_at, valid_from,
+       invalidated_at, superseded_by, revision
+  from pymem.memories
+ where tenant_id = %s and erased_at is null
+   and (%s or invalidated_at is null)
+   and (%s::text is null or provenance ->> 'session_id' = %s::text)
+   and (not %s or 'hot' = any (tags))
+ order by created_at desc, id
+ limit %s

@@ -13,6 +13,13 @@
   by the origin's ceiling) and the policy fingerprint. Admitted writes are not separately
   audited: their provenance, stored on the row and chained by the ledger, is the record.
 
+A provenance that names a session must name a session started in this tenant and visible to the
+context (pymem.delivery.sessions): an unknown one is refused like any other refusal (audited,
+then `UnknownSession`), never written under a catch-all; an incognito one raises
+`IncognitoSession` before anything is judged or recorded, since nothing from an incognito session
+is stored, not even a refusal's digest. Postgres refuses both again (a trigger on memories), so a
+caller that goes around the gate gets the same answer.
+
 Identity comes from the context, never from the record: the provenance's adapter must be the
 context's adapter (RLS makes the row's `source_adapter` the context's adapter anyway, and a login
 bound in pymem.login_bindings cannot act as any other). Nothing is logged with content.
@@ -38,11 +45,12 @@ from psycopg.pq import TransactionStatus
 from .judge import Decision, admitted_record, digest_of_arguments, judge
 from .. import queries
 from ..embedder import Embedder, check_dimension, get_embedder
-from ..errors import InvalidArguments, MemoryAdmissionError
+from ..errors import IncognitoSession, InvalidArguments, MemoryAdmissionError, UnknownSession
 from .policy import AdmissionPolicy
 from .provenance import Provenance
-from .refusals import record_refusal
+from .refusals import audit_source, record_refusal
 from ..storage.chunks import first_present
+from ..storage.sessions import session_row
 from ..storage.validate import check_id
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, VECTOR_KEYS
 
@@ -50,7 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
     from ..storage.store import Store
 
-__all__ = ["admit", "bind_provenance", "NOT_AUDITED"]
+__all__ = ["admit", "bind_provenance", "audited_refusal", "NOT_AUDITED"]
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +115,32 @@ def _refuse(memories: "Memories", decision: Decision, provenance: Provenance, di
     return MemoryAdmissionError(decision.reason, signature=decision.signature, audit_seq=seq)
 
 
+def audited_refusal(memories: "Memories", provenance: Provenance, reason: str, *, digest: str,
+                    signature: str | None = None, policy_fingerprint: str | None = None,
+                    conn: psycopg.Connection | None = None) -> MemoryAdmissionError:
+    """Audit a refusal the gate's judge did not make (an unknown session, an instruction-shaped
+    session summary) exactly as the gate audits its own; returns the exception to raise."""
+    decision = Decision(False, reason, signature, None, provenance.origin, policy_fingerprint)
+    return _refuse(memories, decision, provenance, digest, conn)
+
+
+def _check_session(memories: "Memories", record: Mapping[str, Any], provenance: Provenance,
+                   policy: AdmissionPolicy, conn: psycopg.Connection | None) -> None:
+    """Refuse a write naming an unknown session (audited) or an incognito one (not audited)."""
+    session_id = provenance.session_id
+    with memories.store.transaction(memories.ctx, conn) as c:
+        row = session_row(c, memories.ctx.tenant, session_id)
+    if row is not None and row.incognito:
+        raise IncognitoSession(f"session {session_id[:100]!r} is incognito: nothing from it is stored")
+    if row is None:
+        # the id as an audit may show it: one clean line, redacted if it is itself instruction-shaped
+        shown = (audit_source(session_id[:100]) or "(unprintable)")
+        reason = f"unknown session {shown!r}: never started in this tenant (or not visible here)"
+        exc = audited_refusal(memories, provenance, reason, digest=digest_of_arguments(record, provenance),
+                              policy_fingerprint=policy.fingerprint, conn=conn)
+        raise UnknownSession(exc.reason, audit_seq=exc.audit_seq)
+
+
 def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> list[float] | None:
     if content is None:
         return None
@@ -139,6 +173,8 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
     if not isinstance(policy, AdmissionPolicy):
         raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
 
+    if provenance.session_id is not None:
+        _check_session(memories, record, provenance, policy, conn)
     decision = judge(record, provenance, policy)
     if not decision.admitted:
         raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)

@@ -10,7 +10,7 @@ from .common import handle_errors
 @click.command()
 @handle_errors
 def demo() -> None:
-    """Run the guided demo: tenant isolation, adapter tagging, tamper detection, admission.
+    """Run the guided demo: isolation, adapter tagging, tamper detection, admission, delivery.
 
     Runs in its own database on the embedded Postgres (your memories are untouched); with
     PYMEM_DSN set it runs against that server with fresh demo tenants.

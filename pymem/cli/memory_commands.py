@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import click
 
 from .. import (Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, check_dimension,
-               get_embedder, history, recall, refusals)
+               get_embedder, history, recall, refusals, tier_of)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])
@@ -46,6 +46,18 @@ def _admitted_json(out: dict[str, Any]) -> dict[str, Any]:
 
 def _refused_json(exc: MemoryAdmissionError) -> dict[str, Any]:
     return {"decision": "refused", "reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq}
+
+
+def report_refusal(exc: MemoryAdmissionError, as_json: bool) -> None:
+    """Print a refusal (reason, signature, audit seq) and exit 1."""
+    if as_json:
+        echo_json(_refused_json(exc))
+    else:
+        click.echo(f"refused: {exc.reason}")
+        if exc.signature:
+            click.echo(f"  signature: {exc.signature}")
+        click.echo(f"  audit seq: {exc.audit_seq if exc.audit_seq is not None else 'none (not audited)'}")
+    raise SystemExit(1)
 
 
 def _parse_line(raw: str, default_origin: str | None) -> tuple[dict[str, Any], Provenance]:
@@ -143,11 +155,12 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
               help="Where the text came from (required for TEXT; a default for --file lines without one).")
 @click.option("--source", help="Who or what produced it (recorded as the audit's tool memory.write:SOURCE).")
 @click.option("--citation", help="Where it can be checked (tool_output needs one).")
-@click.option("--session", "session_id", help="Session id.")
+@click.option("--session", "session_id", help="The session it was learnt in (must have been started).")
 @click.option("--run", "run_id", help="Run id.")
 @click.option("--turn", type=click.IntRange(min=0), help="Turn number within the run.")
 @click.option("--injection-source", help="Who injected it (origin injected_context only).")
 @click.option("--tag", "tags", multiple=True, help="Tag, repeatable.")
+@click.option("--hot", is_flag=True, help="Deliver it on every turn (the tag hot; marking it is a ledger event).")
 @click.option("--kind", help="fact, preference, summary, lesson, ... [default: fact]")
 @click.option("--confidence", type=click.FloatRange(0, 1), help="Requested confidence; the policy caps it.")
 @click.option("--id", "memory_id", help="Memory id [default: generated].")
@@ -157,7 +170,7 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
 @json_option
 @handle_errors
 def remember(text: str | None, origin: str | None, source: str | None, citation: str | None, session_id: str | None,
-             run_id: str | None, turn: int | None, injection_source: str | None, tags: tuple[str, ...],
+             run_id: str | None, turn: int | None, injection_source: str | None, tags: tuple[str, ...], hot: bool,
              kind: str | None, confidence: float | None, memory_id: str | None, file: TextIO | None, ctx: Context,
              as_json: bool) -> None:
     """Admit TEXT into long-term memory if its origin says it may, else refuse it.
@@ -166,7 +179,9 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
     decides: user_asserted and operator persist, model_inferred persists capped at 0.6,
     tool_output only with --citation, retrieved_content and unproven never; instruction-shaped
     text is refused whatever its origin. A refusal is written to the tenant's audit ledger (a
-    digest, never the text) before it is reported. Exit 0 admitted, 1 refused.
+    digest, never the text) before it is reported. A --session that was never started (`pymem
+    session start`) is refused and audited the same way; an incognito one stores nothing. Exit 0
+    admitted, 1 refused.
 
     With --file, each line ({"text", "origin", "source", "citation", "session", "run", "turn",
     "injection_source", "tags", "kind", "confidence", "id"}) is admitted or refused on its own;
@@ -178,7 +193,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         if text is not None:
             raise click.UsageError("give TEXT or --file, not both")
         if any(v is not None for v in (source, citation, session_id, run_id, turn, injection_source, kind,
-                                       confidence, memory_id)) or tags:
+                                       confidence, memory_id)) or tags or hot:
             raise click.UsageError("with --file, provenance and record fields come from each line")
         _remember_file(file, origin, ctx, as_json)
         return
@@ -189,6 +204,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
     provenance = Provenance(origin=origin, source=source, citation=citation, session_id=session_id, run_id=run_id,
                             turn=turn, injection_source=injection_source)
     record: dict[str, Any] = {"content": text}
+    tags = tuple(dict.fromkeys(tags + (("hot",) if hot else ())))
     if tags:
         record["tags"] = list(tags)
     for key, value in (("kind", kind), ("confidence", confidence), ("id", memory_id)):
@@ -199,14 +215,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         try:
             out = admit(memories, record, provenance, embedder=_embedder(store))
         except MemoryAdmissionError as exc:
-            if as_json:
-                echo_json(_refused_json(exc))
-            else:
-                click.echo(f"refused: {exc.reason}")
-                if exc.signature:
-                    click.echo(f"  signature: {exc.signature}")
-                click.echo(f"  audit seq: {exc.audit_seq if exc.audit_seq is not None else 'none (not audited)'}")
-            raise SystemExit(1)
+            report_refusal(exc, as_json)
     if as_json:
         echo_json(_admitted_json(out))
     else:
@@ -220,29 +229,39 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
 @click.command("recall")
 @click.argument("query")
 @click.option("--top-k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Memories to keep.")
+@click.option("--as-of", "as_of", metavar="ISO-TIME",
+              help="What was believed at that time (UTC if no offset): superseded memories of then come back.")
 @context_options
 @json_option
 @handle_errors
-def recall_command(query: str, top_k: int, ctx: Context, as_json: bool) -> None:
+def recall_command(query: str, top_k: int, as_of: str | None, ctx: Context, as_json: bool) -> None:
     """Recall the memories closest to QUERY that the policy in force now still believes.
 
     Every hit is re-judged: rows without provenance, of an origin the current policy would not
     persist, instruction-shaped, or written by an adapter that is not trusted
     (PYMEM_TRUSTED_ADAPTERS, PYMEM_TRUST_UNTAGGED) are withheld, with the reason; kept rows carry
-    the confidence the current policy caps them at. Embeddings come from PYMEM_EMBEDDER
-    (default: lexical).
+    the confidence the current policy caps them at, their trust tier and their session. With
+    --as-of, the memories believed at that time (written, valid and not yet superseded then).
+    An explicit recall shows every tier, including those a delivery leaves out. Embeddings come
+    from PYMEM_EMBEDDER (default: lexical).
 
     Example: pymem recall --tenant acme "invoice currency" --top-k 3
     """
     with open_store() as store:
-        result = recall(store.bind(ctx), query, top_k=top_k, embedder=_embedder(store))
+        result = recall(store.bind(ctx), query, top_k=top_k, embedder=_embedder(store), as_of=as_of)
+    tiers = {k.id: tier_of(k.origin, k.provenance).value for k in result.kept}
     if as_json:
-        echo_json(result.to_json())
+        out = result.to_json()
+        for kept in out["kept"]:
+            kept["tier"] = tiers[kept["id"]]
+        echo_json(out)
         return
     click.echo(f"kept ({len(result.kept)}):")
-    table([{"id": k.id, "score": f"{k.score:.3f}", "origin": k.origin, "confidence": f"{k.confidence:g}",
+    table([{"id": k.id, "score": f"{k.score:.3f}", "origin": k.origin, "tier": tiers[k.id],
+            "confidence": f"{k.confidence:g}", "session": k.session_id,
+            "created": k.created_at.isoformat(timespec="seconds") if k.created_at else None,
             "adapter": k.source_adapter, "content": _short(k.content)} for k in result.kept],
-          ["id", "score", "origin", "confidence", "adapter", "content"])
+          ["id", "score", "origin", "tier", "confidence", "session", "created", "adapter", "content"])
     click.echo(f"withheld ({len(result.withheld)}):")
     table([{"id": w.id, "reason": w.reason} for w in result.withheld], ["id", "reason"])
     click.echo(f"policy {result.policy_fingerprint}")
@@ -250,7 +269,7 @@ def recall_command(query: str, top_k: int, ctx: Context, as_json: bool) -> None:
 
 @click.group("audit")
 def audit_group() -> None:
-    """Read the admission audit: refusals, and how a memory got here.
+    """Read the audit: refusals, how a memory got here, and what each delivered turn contained.
 
     Auditors can run the same queries in plain SQL across tenants (see the README).
 

@@ -21,6 +21,7 @@ from ..storage.endpoints import Endpoints, resolve
 from ..storage.store import Store
 from ..integrity.verify import verify_chain
 from .demo_admission import admission_demo
+from .demo_delivery import delivery_demo
 
 DEMO_DATABASE = "pymem_demo"
 
@@ -172,6 +173,7 @@ def run_demo(echo: Echo, settings: Settings | None = None) -> bool:
             demo.adapter_tagging()
             demo.tamper(ids["acme"], admin_dsn)
             admission_demo(demo)
+            delivery_demo(demo)
     except DemoFailure as exc:
         echo(f"\nFAILED: {exc}")
         return False

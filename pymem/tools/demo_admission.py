@@ -10,6 +10,7 @@ from ..admission.policy import AdmissionPolicy
 from ..admission.provenance import Origin, Provenance
 from ..recall import recall
 from ..admission.trust import AdapterTrustPolicy
+from ..delivery.sessions import start_session
 
 __all__ = ["admission_demo"]
 
@@ -21,6 +22,7 @@ def admission_demo(demo) -> None:
     operator = demo.store.bind(demo.ctx("initech", actor="ops"))
 
     demo.step("Admission: a memory becomes durable only if its origin says it may")
+    start_session(operator, "s-1", "chat", first_message="What do we know about Initech's finance team?")
     inferred = admit(operator, {"content": "Initech's finance team closes the books on the 5th of each month.",
                                 "confidence": 0.95},
                      Provenance(origin=Origin.MODEL_INFERRED, run_id="run-1", turn=4, session_id="s-1"),
@@ -81,6 +83,7 @@ def admission_demo(demo) -> None:
 
     demo.step("Adapter trust on the prompt path: tagged rows need an allow-listed adapter")
     agent = demo.store.bind(demo.ctx("initech", adapter="codex", actor="agent-7"))
+    start_session(agent, "s-2", "a2a")
     tagged = admit(agent, "Initech's finance team approves refunds under 50 EUR without review.",
                    Provenance(origin=Origin.USER_ASSERTED, source="chat", session_id="s-2"),
                    policy=policy, embedder=embedder)

@@ -20,6 +20,7 @@ from pymem.errors import InvalidArguments, MemoryAdmissionError
 from pymem.admission.gate import admit
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance
+from pymem.delivery.sessions import start_session
 
 POLICY = AdmissionPolicy()
 EMBEDDER = LexicalEmbedder(384)
@@ -43,6 +44,7 @@ def seeded(store):
     for tenant in ("acme", "globex"):
         operator = store.bind(Context(tenant=tenant, actor="ops"))
         agent = store.bind(Context(tenant=tenant, actor="agent-7", adapter="codex"))
+        start_session(operator, "s1", "chat")  # a memory names a started session
         out[tenant] = {
             "said": _admit(operator, f"{tenant} invoices in EUR", source="chat", session_id="s1", turn=3)["id"],
             "inferred": _admit(agent, f"{tenant} probably pays late", "model_inferred", run_id="r9")["id"],
@@ -192,7 +194,8 @@ def test_view_and_function_definitions(database):
         views = dict(conn.execute(
             "select c.relname, c.reloptions from pg_class c where c.relnamespace = 'pymem'::regnamespace"
             " and c.relkind = 'v' order by 1").fetchall())
-        assert views == {"audit_refusals": ["security_invoker=true"], "memory_history": ["security_barrier=true"]}
+        assert views == {"audit_refusals": ["security_invoker=true"], "memory_history": ["security_barrier=true"],
+                         "audit_injections": ["security_invoker=true"], "memory_injections": ["security_invoker=true"]}
         owners = conn.execute(
             "select distinct c.relowner::regrole::text from pg_class c where c.relnamespace = 'pymem'::regnamespace"
             " and c.relkind = 'v'").fetchall()
@@ -212,7 +215,7 @@ def test_view_and_function_definitions(database):
             " 'pymem.record_refusal(text, text, text, text, text, text)'::regprocedure, 'pg_proc') is null").fetchall()
         assert missing == []
         for role in ("pymem_app", "pymem_auditor"):
-            for view in ("audit_refusals", "memory_history"):
+            for view in ("audit_refusals", "memory_history", "audit_injections", "memory_injections"):
                 assert conn.execute("select has_table_privilege(%s, %s, 'select'),"
                                     " has_table_privilege(%s, %s, 'insert')",
                                     (role, f"pymem.{view}", role, f"pymem.{view}")).fetchone() == (True, False)

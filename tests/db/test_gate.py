@@ -27,6 +27,7 @@ from pymem.recall import WriteGate
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Origin, Provenance
 from pymem.integrity.verify import verify_chain
+from pymem.delivery.sessions import start_session
 from helpers.provenance import prov
 
 DIM = 384
@@ -107,6 +108,7 @@ def test_admit_returns_a_new_record_as_written(acme):
     record = {"content": "Bob's team ships on Thursdays", "confidence": 0.9, "tags": ["ops"], "kind": "fact",
               "meta": {"channel": "standup"}}
     before = copy.deepcopy(record)
+    start_session(acme, "s1", "chat")
     out = admit(acme, record, Provenance(Origin.MODEL_INFERRED, run_id="r1", turn=3, session_id="s1"),
                 policy=POLICY, embedder=EMBEDDER)
     assert out is not record and record == before  # never the input, never mutated
@@ -199,6 +201,7 @@ def test_refusal_survives_a_rolled_back_caller_transaction(acme, store, database
     mark = marker()
     record = {"content": poison(mark), "tags": ["finance"]}
     provenance = Provenance("user_asserted", source="crm", session_id="s-9")
+    start_session(acme, "s-9", "chat")
     caught = None
     with pytest.raises(RuntimeError, match="caller gives up"):
         with store.transaction(acme.ctx) as conn:

@@ -203,7 +203,7 @@ def test_superuser_cannot_update_or_delete_the_ledger(seeded, replica):
 
 # SECURITY DEFINER functions run with the owner's rights: the app may call only these.
 APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "purge_idempotency_keys",
-                       "_login_binding"}
+                       "_login_binding", "record_injection", "erase_memory", "erase_session"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):

@@ -14,6 +14,7 @@ from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance
 from pymem.recall import RecallResult, candidate_count, recall
 from pymem.admission.trust import AdapterTrustPolicy
+from pymem.delivery.sessions import start_session
 
 DIM = 384
 POLICY = AdmissionPolicy()
@@ -50,6 +51,7 @@ def reasons(result: RecallResult):
 
 
 def test_kept_memories_carry_what_the_prompt_needs(operator):
+    start_session(operator, "s1", "chat")
     said = remember(operator, "Alice prefers invoices in EUR", source="chat", session_id="s1")
     inferred = remember(operator, "Alice probably pays invoices late", "model_inferred", run_id="r1", turn=2)
     result = recall(operator, "Alice invoices", top_k=5, policy=POLICY, trust=TRUST, embedder=EMBEDDER)

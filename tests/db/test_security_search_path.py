@@ -25,6 +25,7 @@ SHADOWED_TYPES = [
     ("boolean", "bool"), ("bool", "bool"), ("real", "float4"), ("float4", "float4"),
     ("float8", "float8"), ("numeric", "numeric"), ("name", "name"), ("oid", "oid"),
     ("regclass", "regclass"), ("interval", "interval"), ("uuid", "uuid"), ("varchar", "varchar"),
+    ("xid8", "xid8"), ("vector", None),  # None: pgvector's type, in the extension's schema
 ]
 
 EVIL = """
@@ -72,8 +73,15 @@ def _attack(dsn: str, type_name: str, base: str, calls: list[str]) -> list[str]:
     pwned = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(EVIL)
+        if base is None:
+            base = conn.execute("select t.oid::regtype::text from pg_type t join pg_extension e"
+                                " on e.extnamespace = t.typnamespace where e.extname = 'vector'"
+                                " and t.typname = %s", (type_name,)).fetchone()[0]
+            base = base if "." in base else f"public.{base}"
+        else:
+            base = f"pg_catalog.{base}"
         try:
-            conn.execute(f'create domain pg_temp."{type_name}" as pg_catalog.{base} check (pg_temp.evil(value::pg_catalog.text))')
+            conn.execute(f'create domain pg_temp."{type_name}" as {base} check (pg_temp.evil(value::pg_catalog.text))')
         except psycopg.Error:
             return []  # not a type a domain can shadow here
         for call in calls:
@@ -133,3 +141,15 @@ def test_every_function_pins_a_safe_search_path(database):
         if parts[0] != "pg_catalog" or parts[-1] != "pg_temp" or any(p not in (vector_schema,) for p in parts[1:-1]):
             unsafe.append((name, paths[0]))
     assert unsafe == []
+
+
+def test_the_attack_covers_every_type_name_the_functions_cast_to(database):
+    """A new function casting to another built-in type name must add it to SHADOWED_TYPES."""
+    import re
+
+    with database.admin() as conn:
+        bodies = conn.execute("select string_agg(pg_get_functiondef(p.oid), ' ') from pg_proc p"
+                              " where p.pronamespace = 'pymem'::regnamespace").fetchone()[0]
+    casts = set(re.findall(r"::\s*([a-z_][a-z0-9_]*)", bodies))
+    # `pymem.x` is schema-qualified; `double precision` is a keyword the parser maps to pg_catalog
+    assert casts - {"pymem", "double"} <= {name for name, _ in SHADOWED_TYPES}, casts

@@ -20,6 +20,8 @@ from pymem.integrity.audit import HistoryEvent, Refusal
 from pymem.integrity.verify import TenantVerification
 from pymem.storage.rows import CONTEXT_COLUMNS, WRITE_COLUMNS, MemoryRow
 from pymem.storage.search import SearchHit
+from pymem.storage.sessions import SessionRow
+from pymem.delivery.injections import Injection, MemoryInjection
 
 
 @pytest.fixture
@@ -96,13 +98,33 @@ def test_record_refusal_takes_exactly_the_origins(database):
             conn.execute(queries.query("record_refusal"), ("hearsay", None, "refused", None, digest, None))
 
 
+def test_the_surface_domain_is_the_python_surface_list(admin):
+    [check] = admin.execute(
+        "select pg_get_constraintdef(k.oid) from pg_constraint k where k.contypid = 'pymem.surface'::regtype").fetchall()
+    assert sorted(re.findall(r"'([a-z0-9_]+)'::text", check[0])) == sorted(vocabulary.SURFACES)
+
+
+def test_the_hot_tag_is_the_one_the_schema_watches(admin):
+    for name in ("pymem._memories_hot()",):
+        assert f"'{vocabulary.HOT_TAG}' = any" in source_of(admin, name)
+
+
 # -- the ledger's events ------------------------------------------------------------------------
 
 def test_the_ledger_records_exactly_the_python_event_names(store, database):
     mem = store.bind(Context(tenant="acme"))
     vec = [1.0] + [0.0] * (store.embedding_dim - 1)
-    mem.add([{"id": "a", "content": "x", "embedding": vec}, {"id": "b", "content": "y"}, {"id": "c", "content": "z"}])
+    mem.add([{"id": "a", "content": "x", "embedding": vec}, {"id": "b", "content": "y"}, {"id": "c", "content": "z"},
+             {"id": "h", "content": "hot", "tags": ["hot"]}, {"id": "e", "content": "gone"}])
     with store.transaction(mem.ctx) as conn:
+        conn.execute("insert into pymem.sessions (tenant_id, id, surface) values ('acme', 's', 'chat'), ('acme', 't', 'api')")
+        conn.execute("update pymem.sessions set summary = 'a summary' where id = 's'")
+        conn.execute("update pymem.sessions set ended_at = now() where id = 's'")
+        conn.execute("select pymem.erase_session('t', 'asked to')")
+        conn.execute("select pymem.record_injection('s', 0, array['h'], array['h'], '{}', repeat('0', 64), 1, 10, 0,"
+                     " 'counter', null, null)")
+        conn.execute("update pymem.memories set tags = '{}' where id = 'h'")
+        conn.execute("select pymem.erase_memory('e', 'asked to')")
         conn.execute("update pymem.memories set tags = '{t}' where id = 'a'")
         conn.execute("update pymem.memories set invalidated_at = now() where id = 'b'")
         conn.execute("update pymem.memories set content = null, record = null, erased_at = now() where id = 'c'")
@@ -162,6 +184,12 @@ def test_search_hit_is_the_sql_type(admin):
 def test_audit_values_are_the_views(admin):
     assert fields(Refusal) == attributes(admin, "pymem.audit_refusals")
     assert fields(HistoryEvent) == attributes(admin, "pymem.memory_history")
+    assert fields(Injection) == attributes(admin, "pymem.audit_injections")
+    assert fields(MemoryInjection) == attributes(admin, "pymem.memory_injections")
+
+
+def test_session_row_is_the_table(admin):
+    assert fields(SessionRow) == attributes(admin, "pymem.sessions")
 
 
 def test_tenant_verification_is_verify_chains_result(admin):

@@ -1,0 +1,213 @@
+"""`deliver`: build what one turn of a session receives, and record that it received it.
+
+For session S, turn N and the user's query:
+
+1. S must be a session this context started (else UnknownSession). An incognito session gets
+   nothing: no memory is injected into it and no record is kept (an empty Delivery).
+2. The digest: up to `max_sessions` *other* sessions, newest first (never S, never an incognito
+   or erased one, never one started by an adapter the trust policy does not allow), each as id,
+   start time, surface and topic, the topic only if it is not instruction-shaped today.
+3. Hot memories: the newest `max_hot` live memories tagged hot, re-judged like recall.
+4. Recalled memories: `recall` (re-judged under the policy in force now), then cut at the
+   similarity floor, then ranked by similarity x trust-tier weight x recency
+   (pymem.delivery.ranking); the best `top_k`.
+   In 3 and 4, tiers the trust tiers do not inject automatically are left out.
+5. Everything goes into one envelope (pymem.delivery.envelope), fitted to the token budget
+   (pymem.delivery.budget), and the turn's injection record is chained into the ledger
+   (pymem.delivery.injections) with exactly the ids that are in the block.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+import psycopg
+from psycopg.rows import class_row
+
+from .. import queries
+from ..admission.policy import AdmissionPolicy
+from ..admission.trust import AdapterTrustPolicy, active_trust_policy
+from ..embedder import Embedder
+from ..errors import InvalidArguments, UnknownSession
+from ..recall import RecalledMemory, candidate_count, judge_hit, recall
+from ..storage.search import SearchHit, check_top_k
+from ..storage.sessions import SessionRow, session_row
+from . import injections
+from .budget import fit
+from .envelope import DeliveredItem, DigestEntry
+from .ranking import check_floor, rank_score, similarity_floor
+from .sessions import check_session_id, recent_sessions
+from .tiers import TrustTiers, tier_of
+from .tokens import TokenCounter, default_counter
+from .topics import topic_is_safe
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..storage.memories import Memories
+
+__all__ = ["Delivery", "deliver", "DEFAULT_BUDGET", "DEFAULT_MAX_SESSIONS", "DEFAULT_MAX_HOT", "DEFAULT_TOP_K"]
+
+DEFAULT_BUDGET = 1000
+DEFAULT_MAX_SESSIONS = 10
+DEFAULT_MAX_HOT = 5
+DEFAULT_TOP_K = 5
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What one turn received: the block's text (exactly what the agent gets), its items and
+    digest entries, its size, and the ledger seq of its injection record."""
+
+    session_id: str
+    turn: int
+    text: str
+    items: list[DeliveredItem] = field(default_factory=list)
+    digest: list[DigestEntry] = field(default_factory=list)
+    tokens: int = 0
+    budget: int = DEFAULT_BUDGET
+    truncated: int = 0
+    counter: str = ""
+    block_sha256: str | None = None
+    injection_seq: int | None = None
+    incognito: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "turn": self.turn, "block": self.text,
+                "items": [i.to_json() for i in self.items], "digest": [d.to_json() for d in self.digest],
+                "tokens": self.tokens, "budget": self.budget, "truncated": self.truncated, "counter": self.counter,
+                "block_sha256": self.block_sha256, "injection_seq": self.injection_seq, "incognito": self.incognito}
+
+
+def _count(value: Any, what: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidArguments(f"{what} must be an integer between {low} and {high}")
+    return value
+
+
+def _digest(memories: "Memories", session: SessionRow, max_sessions: int, trust: AdapterTrustPolicy,
+            conn: psycopg.Connection | None) -> list[DigestEntry]:
+    # asks for more than it shows: sessions of untrusted adapters are skipped, not counted
+    rows = recent_sessions(memories, limit=min(10_000, 3 * max_sessions + 10), exclude=session.id, conn=conn)
+    out = []
+    for row in rows:
+        if trust.verdict(row.source_adapter) is not None:
+            continue
+        topic = row.topic if row.topic is not None and topic_is_safe(row.topic) else None
+        out.append(DigestEntry(row.id, row.started_at, row.ended_at, row.surface, topic))
+        if len(out) == max_sessions:
+            break
+    return out
+
+
+def _hot(memories: "Memories", max_hot: int, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any,
+         tiers: TrustTiers, conn: psycopg.Connection | None) -> list[RecalledMemory]:
+    with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SearchHit)) as cur:
+        cur.execute(queries.query("hot_memories"), (memories.ctx.tenant, min(1000, 3 * max_hot + 10)))
+        rows = cur.fetchall()
+    kept = []
+    for row in rows:
+        verdict = judge_hit(row, policy, trust, guard)
+        if isinstance(verdict, RecalledMemory) and tiers.auto(tier_of(verdict.origin, verdict.provenance)):
+            kept.append(verdict)
+            if len(kept) == max_hot:
+                break
+    return kept
+
+
+def _recalled(memories: "Memories", query: str, top_k: int, floor: float, exclude: set[str], now: _dt.datetime,
+              policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any, tiers: TrustTiers,
+              embedder: Embedder | None, conn: psycopg.Connection | None) -> list[tuple[float, RecalledMemory]]:
+    result = recall(memories, query, top_k=candidate_count(top_k), policy=policy, trust=trust, guard=guard,
+                    embedder=embedder, conn=conn)
+    ranked = []
+    for hit in result.kept:
+        tier = tier_of(hit.origin, hit.provenance)
+        if hit.id in exclude or hit.score < floor or not tiers.auto(tier):
+            continue
+        ranked.append((rank_score(hit.score, tiers.weight(tier), hit.created_at, now), hit))
+    ranked.sort(key=lambda pair: (-pair[0], pair[1].id))
+    return ranked[:top_k]
+
+
+def _session_times(memories: "Memories", hits: Sequence[RecalledMemory],
+                   conn: psycopg.Connection | None) -> dict[str, _dt.datetime]:
+    ids = sorted({h.session_id for h in hits if h.session_id is not None})
+    if not ids:
+        return {}
+    with memories.store.transaction(memories.ctx, conn) as c:
+        return dict(c.execute(queries.query("session_start_times"), (memories.ctx.tenant, ids)).fetchall())
+
+
+def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
+          score: float | None = None) -> DeliveredItem:
+    return DeliveredItem(section=section, id=hit.id, created_at=hit.created_at, session_id=hit.session_id,
+                         session_started_at=times.get(hit.session_id) if hit.session_id else None,
+                         origin=hit.origin, tier=tier_of(hit.origin, hit.provenance).value, text=hit.content or "",
+                         score=score, similarity=float(hit.score) if section == "recalled" else None)
+
+
+def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: int | None = None,
+            budget: int = DEFAULT_BUDGET, top_k: int = DEFAULT_TOP_K, max_sessions: int = DEFAULT_MAX_SESSIONS,
+            max_hot: int = DEFAULT_MAX_HOT, floor: float | None = None, tiers: TrustTiers | None = None,
+            policy: AdmissionPolicy | None = None, trust: AdapterTrustPolicy | None = None, guard: Any = None,
+            embedder: Embedder | None = None, counter: TokenCounter | None = None,
+            now: _dt.datetime | None = None, conn: psycopg.Connection | None = None) -> Delivery:
+    """Build and record the block that turn `turn` of session `session_id` receives (see the
+    module docstring). `turn` defaults to one after the last recorded turn of the session (0 for
+    the first). `query` (the user's message) drives the recalled section; None or blank recalls
+    nothing. Defaults: `floor` PYMEM_SIMILARITY_FLOOR or 0.35, `tiers` TrustTiers.from_env(),
+    `policy` AdmissionPolicy.from_env(), `trust` the environment's adapter trust, `counter` the
+    approximate counter, `now` the current time (recency is measured to it)."""
+    session_id = check_session_id(session_id)
+    if turn is not None:
+        _count(turn, "turn", 0, 2**31 - 1)
+    budget = _count(budget, "budget", 1, 1_000_000)
+    top_k = check_top_k(top_k)
+    _count(max_sessions, "max_sessions", 0, 1000)
+    _count(max_hot, "max_hot", 0, 1000)
+    if query is not None and not isinstance(query, str):
+        raise InvalidArguments(f"the query must be text, not {type(query).__name__}")
+    floor = check_floor(floor) if floor is not None else similarity_floor()
+    tiers = tiers if tiers is not None else TrustTiers.from_env()
+    policy = policy if policy is not None else AdmissionPolicy.from_env()
+    trust = trust if trust is not None else active_trust_policy()
+    counter = counter if counter is not None else default_counter()
+    if not isinstance(tiers, TrustTiers) or not isinstance(policy, AdmissionPolicy) \
+            or not isinstance(trust, AdapterTrustPolicy) or not callable(getattr(counter, "count", None)):
+        raise InvalidArguments("tiers, policy, trust and counter must be TrustTiers, AdmissionPolicy, "
+                               "AdapterTrustPolicy and a token counter")
+    now = now if now is not None else _dt.datetime.now(_dt.timezone.utc)
+
+    with memories.store.transaction(memories.ctx, conn) as c:
+        session = session_row(c, memories.ctx.tenant, session_id)
+        previous = injections.last_turn(c, memories.ctx.tenant, session_id) if session and turn is None else None
+    if session is None:
+        raise UnknownSession(f"unknown session {session_id[:100]!r}: never started in this tenant (or not visible here)")
+    if turn is None:
+        turn = 0 if previous is None else previous + 1
+    if session.incognito:
+        return Delivery(session_id=session_id, turn=turn, text="", budget=budget, counter=counter.name,
+                        incognito=True)
+
+    digest = _digest(memories, session, max_sessions, trust, conn) if max_sessions else []
+    hot = _hot(memories, max_hot, policy, trust, guard, tiers, conn) if max_hot else []
+    hot_ids = {h.id for h in hot}
+    recalled = (_recalled(memories, query, top_k, floor, hot_ids, now, policy, trust, guard, tiers, embedder, conn)
+                if query is not None and query.strip() else [])
+    times = _session_times(memories, hot + [hit for _, hit in recalled], conn)
+    fitted = fit(digest, [_item("hot", h, times) for h in hot],
+                 [_item("recalled", hit, times, score) for score, hit in recalled], budget=budget, counter=counter)
+
+    items = fitted.hot + fitted.recalled
+    block_sha256 = hashlib.sha256(fitted.text.encode("utf-8")).hexdigest()
+    with memories.store.transaction(memories.ctx, conn) as c:
+        seq = injections.record_injection(
+            c, session_id=session_id, turn=turn, memory_ids=[i.id for i in items], hot_ids=[i.id for i in fitted.hot],
+            digest_sessions=[d.session_id for d in fitted.digest], block_sha256=block_sha256, tokens=fitted.tokens,
+            budget=budget, truncated=fitted.omitted, counter=counter.name, policy_fingerprint=policy.fingerprint,
+            tiers_fingerprint=tiers.fingerprint)
+    return Delivery(session_id=session_id, turn=turn, text=fitted.text, items=items, digest=fitted.digest,
+                    tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
+                    block_sha256=block_sha256, injection_seq=seq)
