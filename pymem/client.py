@@ -148,6 +148,30 @@ class Client:
             args["scope_filter"] = dict(scope_filter)
         return self.call("recall", args)
 
+    # -- delivery ------------------------------------------------------------------------------
+
+    def start_session(self, session_id: str, surface: str, *, incognito: bool = False,
+                      first_message: str | None = None) -> dict[str, Any]:
+        return self.call("start_session", {"session_id": session_id, "surface": surface, "incognito": incognito,
+                                           "first_message": first_message})
+
+    def end_session(self, session_id: str, *, summary: str | None = None) -> dict[str, Any]:
+        return self.call("end_session", {"session_id": session_id, "summary": summary})
+
+    def deliver(self, session_id: str, query: str | None, *, turn: int | None = None, budget: int | None = None,
+                top_k: int | None = None) -> dict[str, Any]:
+        """Delivery.to_json(): the block (exactly what the agent receives), its items, its injection seq."""
+        args = {"session_id": session_id, "query": query, "turn": turn, "budget": budget, "top_k": top_k}
+        return self.call("deliver", {k: v for k, v in args.items() if v is not None or k == "query"})
+
+    def supersede(self, old_id: str, record: Mapping[str, Any] | str, provenance: Mapping[str, Any]) -> dict[str, Any]:
+        return self.call("supersede", {"old_id": old_id, "record": record if isinstance(record, str) else dict(record),
+                                       "provenance": dict(provenance)})
+
+    def erase(self, memory_id: str, reason: str) -> int:
+        """The ledger seq of the erasure's event, as erase() returns it."""
+        return self.call("erase", {"id": memory_id, "reason": reason})["seq"]
+
 
 def _error(status: int, envelope: Any) -> PymemError:
     error = envelope.get("error") if isinstance(envelope, dict) else None
@@ -157,10 +181,10 @@ def _error(status: int, envelope: Any) -> PymemError:
     known = BY_CODE.get(code)
     if known is None:
         return ServiceError(f"{code}: {message}")
-    if known.raises is MemoryAdmissionError:
+    if issubclass(known.raises, MemoryAdmissionError):  # the write gate's refusals, sessions' included
         details = error.get("details") or {}
-        return MemoryAdmissionError(details.get("reason", message), signature=details.get("signature"),
-                                    audit_seq=details.get("audit_seq"))
+        return known.raises(details.get("reason", message), signature=details.get("signature"),
+                            audit_seq=details.get("audit_seq"))
     if known.raises is Unauthenticated:
         return Unauthenticated(code, message)
     exc = known.raises(message)

@@ -52,8 +52,8 @@ def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int) 
 def mcp_command(ctx: Context) -> None:
     """Serve the MCP tools over stdio, acting in this command's context.
 
-    For agent hosts that start pymem as a subprocess: tools remember, recall, get, list, forget,
-    and add_memories, search_memory, list_memories, delete_memories. The tenant, actor, adapter and
+    For agent hosts that start pymem as a subprocess: tools remember, recall, deliver, get, list,
+    forget (erase), supersede, and add_memories, search_memory, list_memories, delete_memories. The tenant, actor, adapter and
     scope are the command's (--tenant ... or PYMEM_*); tool arguments cannot change them.
 
     Example: pymem mcp --tenant acme --actor agent-1 --adapter claude-code

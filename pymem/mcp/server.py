@@ -1,8 +1,9 @@
 """The MCP server: pymem's verbs as tools, with identity from a token or the process, never from arguments.
 
 Tools: remember (the write gate; a refusal is a tool error naming the reason), recall (kept and
-withheld), get, list, forget; and the shapes agents are already wired for: add_memories,
-search_memory, list_memories, delete_memories. Each runs one verb of pymem.service.verbs through
+withheld), deliver (the block a turn receives; starts the session on first use), get, list, forget
+(erase: content gone, hash and reason chained), supersede; and the shapes agents are already wired
+for: add_memories, search_memory, list_memories, delete_memories. Each runs one verb of pymem.service.verbs through
 the Service, so a tool answers what the HTTP call and the library call answer. Records come back
 without their vectors.
 """
@@ -23,20 +24,20 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from ..context import Context
-from ..errors import MemoryAdmissionError, PymemError, Unauthenticated
+from ..errors import MemoryAdmissionError, NotFound, PymemError, Unauthenticated, UnknownSession
 from ..service.auth import TokenVerifier, context_from_claims
 from ..service.failures import log_unexpected
 from ..service.verbs import REFUSED_ARGS, Service, version
 from ..service.wire import code_for
-from ..vocabulary import VECTOR_KEYS
+from ..vocabulary import ORIGINS, SURFACES, VECTOR_KEYS
 
 __all__ = ["build_mcp_server", "identity_from_request", "fixed_identity", "TOOLS", "ALIASES"]
 
 log = logging.getLogger("pymem.mcp")
 
 Identity = Callable[[ToolContext], Context]
-OriginName = Literal["user_asserted", "operator", "model_inferred", "tool_output", "retrieved_content", "unproven",
-                     "injected_context"]
+OriginName = Literal[ORIGINS]  # type: ignore[valid-type]  # a tuple subscript: one literal per origin
+SurfaceName = Literal[SURFACES]  # type: ignore[valid-type]
 
 INSTRUCTIONS = (
     "Long-term memory that knows where each memory came from. Use remember (or add_memories) to keep "
@@ -45,7 +46,9 @@ INSTRUCTIONS = (
     "text and retrieved content are refused. Use recall (or search_memory) before answering from memory: "
     "it returns what is still believed (kept) and what was withheld and why."
 )
-TOOLS = ("remember", "recall", "get", "list", "forget")
+TOOLS = ("remember", "recall", "deliver", "get", "list", "forget", "supersede")
+#: The erasure reason `forget` records when the caller gives none.
+FORGET_REASON = "forgotten on request through the MCP forget tool"
 ALIASES = {"add_memories": "remember", "search_memory": "recall", "list_memories": "list",
            "delete_memories": "forget"}
 
@@ -118,10 +121,13 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
     server = _Server("pymem", instructions=INSTRUCTIONS, version=version(), auth=auth,
                      token_verifier=_Verifier(tokens) if tokens is not None else None)
 
-    def run(tool_ctx: ToolContext, verb: str, args: dict[str, Any]) -> Any:
+    def run(tool_ctx: ToolContext, verb: str, args: dict[str, Any], passing: tuple[type[Exception], ...] = ()) -> Any:
+        """One verb in the call's context; typed errors become tool errors, except those in `passing`."""
         ctx = identity(tool_ctx)
         try:
             return service().call(ctx, verb, {k: v for k, v in args.items() if v is not None})
+        except passing:
+            raise
         except MemoryAdmissionError as exc:
             sig = f" [signature {exc.signature}]" if exc.signature else ""
             audit = f"; audit seq {exc.audit_seq}" if exc.audit_seq is not None else ""
@@ -186,9 +192,36 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         return {"memories": [_without_vectors(r) for r in page["chunks"]], "next_after": page["next_after"]}
 
     @server.tool(name="forget", annotations=deletes)
-    def forget(ids: list[str], ctx: ToolContext) -> dict[str, Any]:
-        """Delete memories by id, in one transaction (each deletion is a ledger event)."""
-        return run(ctx, "delete_many", {"ids": ids})
+    def forget(ids: list[str], ctx: ToolContext, reason: str = FORGET_REASON) -> dict[str, Any]:
+        """Erase memories by id: their content is gone for good, the ledger keeps their hash and the reason."""
+        erased, not_found = [], []
+        for memory_id in ids:
+            try:
+                erased.append(run(ctx, "erase", {"id": memory_id, "reason": reason}, (NotFound,))["id"])
+            except NotFound:
+                not_found.append(memory_id)
+        return {"erased": erased, "not_found": not_found}
+
+    @server.tool(name="supersede", annotations=writes)
+    def supersede(old_id: str, content: str, origin: OriginName, ctx: ToolContext, source: str | None = None,
+                  citation: str | None = None, id: str | None = None) -> dict[str, Any]:
+        """Replace a memory that is no longer true: the new one is judged like remember, the old one
+        stops being believed (it stays in the record of what was believed when)."""
+        args = remember_record(content, origin, source, citation, None, None, None, None, None, None, None, id)
+        return _admitted(run(ctx, "supersede", {"old_id": old_id, **args}))
+
+    @server.tool(name="deliver", annotations=writes)
+    def deliver(session_id: str, ctx: ToolContext, query: str | None = None, turn: int | None = None,
+                budget: int | None = None, surface: SurfaceName = "chat") -> dict[str, Any]:
+        """The memory block for this turn of a conversation (session_id: your conversation's id), within
+        a token budget: what is believed and relevant, each item attributed. Starts the session on
+        first use (on `surface`); each delivery is recorded."""
+        args = {"session_id": session_id, "query": query, "turn": turn, "budget": budget}
+        try:
+            return run(ctx, "deliver", args, (UnknownSession,))
+        except UnknownSession:
+            run(ctx, "start_session", {"session_id": session_id, "surface": surface, "first_message": query})
+            return run(ctx, "deliver", args)
 
     @server.tool(name="add_memories", annotations=writes)
     def add_memories(text: str, ctx: ToolContext, origin: OriginName = "model_inferred",
@@ -209,7 +242,7 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
 
     @server.tool(name="delete_memories", annotations=deletes)
     def delete_memories(memory_ids: list[str], ctx: ToolContext) -> dict[str, Any]:
-        """Delete memories by id (forget, in the common delete_memories shape)."""
+        """Erase memories by id (forget, in the common delete_memories shape)."""
         return forget(memory_ids, ctx)
 
     return server

@@ -61,7 +61,8 @@ def error_response(exc: BaseException, request_id: str, where: str = "a call") -
         log_unexpected(log, exc, request_id, where)
         error["message"] = f"internal error; the service log has the details under request id {request_id}"
     elif isinstance(exc, MemoryAdmissionError):
-        error["message"] = f"refused by the write gate: {exc.reason}"
+        if type(exc) is MemoryAdmissionError:
+            error["message"] = f"refused by the write gate: {exc.reason}"
         error["details"] = {"reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq}
     if isinstance(exc, Unauthenticated):
         headers["WWW-Authenticate"] = ('Bearer realm="pymem"' if exc.code == "token_missing"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..delivery.memories import MAX_REASON
 from ..storage.idempotency import CLASSES
 from ..storage.memories import MAX_BATCH, MAX_IDS, MAX_LIST
-from ..vocabulary import MAX_ID, MAX_IDEMPOTENCY_KEY, MAX_TOP_K, ORIGINS
+from ..vocabulary import MAX_ID, MAX_IDEMPOTENCY_KEY, MAX_TOP_K, ORIGINS, SURFACES
 
 Schema = dict[str, Any]
 
@@ -80,6 +81,19 @@ RECALLED: Schema = {"type": "object", "required": ["kept", "withheld", "policy_f
     "kept": {"type": "array", "items": KEPT}, "withheld": {"type": "array", "items": WITHHELD},
     "policy_fingerprint": {"type": "string"}, "candidates": {"type": "integer"}}}
 
+SESSION: Schema = {"type": "object", "required": ["id", "surface", "started_at"],
+                   "properties": {"id": {"type": "string"}, "surface": {"enum": list(SURFACES)},
+                                  "started_at": {"type": "string"}, "ended_at": nullable({"type": "string"}),
+                                  "incognito": {"type": "boolean"}}}
+DELIVERED: Schema = {"type": "object", "required": ["session_id", "turn", "block", "items", "tokens", "budget"],
+                     "properties": {"session_id": {"type": "string"}, "turn": {"type": "integer"},
+                                    "block": {"type": "string", "description": "exactly what the agent receives"},
+                                    "items": {"type": "array", "items": OBJECT}, "digest": {"type": "array"},
+                                    "tokens": {"type": "integer"}, "budget": {"type": "integer"},
+                                    "injection_seq": nullable({"type": "integer"})}}
+ERASED: Schema = {"type": "object", "required": ["id", "seq"],
+                  "properties": {"id": {"type": "string"}, "seq": {"type": "integer"}}}
+
 # -- argument sets --------------------------------------------------------------------------------
 
 UPSERT_ARGS: Schema = {
@@ -108,3 +122,12 @@ RECALL_ARGS: Schema = {
               "description": "text (embedded by the service's embedder) or a vector"},
     "top_k": {**TOP_K, "default": 5}, "scope_filter": SCOPE_FILTER,
 }
+SESSION_ID: Schema = {**ID, "description": "a session this tenant started (no control characters)"}
+START_SESSION_ARGS: Schema = {"session_id": SESSION_ID, "surface": {"enum": list(SURFACES)},
+                              "incognito": {"type": "boolean"}, "first_message": nullable({"type": "string"})}
+END_SESSION_ARGS: Schema = {"session_id": SESSION_ID, "summary": nullable({"type": "string"})}
+DELIVER_ARGS: Schema = {"session_id": SESSION_ID, "query": nullable({"type": "string"}),
+                        "turn": nullable({"type": "integer", "minimum": 0}),
+                        "budget": {"type": "integer", "minimum": 1, "maximum": 1_000_000}, "top_k": TOP_K}
+SUPERSEDE_ARGS: Schema = {"old_id": ID, "record": REMEMBER_ARGS["record"], "provenance": PROVENANCE}
+ERASE_ARGS: Schema = {"id": ID, "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON}}

@@ -20,6 +20,9 @@ import psycopg
 
 from ..admission.gate import admit
 from ..context import Context
+from ..delivery.deliver import DEFAULT_BUDGET, DEFAULT_TOP_K, deliver
+from ..delivery.memories import erase, supersede
+from ..delivery.sessions import end_session, start_session
 from ..embedder import Embedder, check_dimension, get_embedder
 from ..errors import InvalidArguments, ServerError
 from ..recall import recall
@@ -54,6 +57,16 @@ def _recall(mem: Memories, svc: "Service", query: Any, top_k: int = 5, scope_fil
     return recall(mem, query, top_k=top_k, scope_filter=scope_filter, embedder=svc.embedder).to_json()
 
 
+def _start_session(mem: Memories, svc: "Service", session_id: str, surface: str, incognito: bool = False,
+                   first_message: str | None = None) -> dict[str, Any]:
+    return start_session(mem, session_id, surface, incognito=incognito, first_message=first_message).to_json()
+
+
+def _deliver(mem: Memories, svc: "Service", session_id: str, query: str | None = None, turn: int | None = None,
+             budget: int = DEFAULT_BUDGET, top_k: int = DEFAULT_TOP_K) -> dict[str, Any]:
+    return deliver(mem, session_id, query, turn=turn, budget=budget, top_k=top_k, embedder=svc.embedder).to_json()
+
+
 VERBS: dict[str, Verb] = {v.name: v for v in (
     Verb("upsert_many", lambda m, _, **a: m.upsert_many(**a), s.UPSERT_ARGS, ("records",), s.UPSERTED,
          "store chunk records verbatim, atomically, replay-or-conflict on the idempotency key", keyed=True),
@@ -73,6 +86,18 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
          "the write gate: admit the record under the policy in force, or refuse it (audited)"),
     Verb("recall", _recall, s.RECALL_ARGS, ("query",), s.RECALLED,
          "search, then re-judge every hit under the policy in force now: kept and withheld"),
+    Verb("start_session", _start_session, s.START_SESSION_ARGS, ("session_id", "surface"), s.SESSION,
+         "start a session (a conversation) on a surface"),
+    Verb("end_session", lambda m, _, session_id, summary=None: end_session(m, session_id, summary=summary).to_json(),
+         s.END_SESSION_ARGS, ("session_id",), s.SESSION, "end a session, storing its summary (scanned, audited)"),
+    Verb("deliver", _deliver, s.DELIVER_ARGS, ("session_id",), s.DELIVERED,
+         "the block one turn of a session receives, within a token budget, and its injection record"),
+    Verb("supersede", lambda m, svc, old_id, record, provenance: supersede(m, old_id, record, provenance,
+                                                                           embedder=svc.embedder),
+         s.SUPERSEDE_ARGS, ("old_id", "record", "provenance"), s.ADMITTED,
+         "admit a record as the successor of a memory, which stops being believed"),
+    Verb("erase", lambda m, _, id, reason: {"id": id, "seq": erase(m, id, reason)}, s.ERASE_ARGS, ("id", "reason"),
+         s.ERASED, "erase a memory's content, record and embedding, keeping its hash; the reason is chained"),
 )}
 
 

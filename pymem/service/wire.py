@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import (AccessDenied, ContextError, IdempotencyConflict, InvalidArguments, MemoryAdmissionError,
-                      NotFound, PymemError, RevisionMismatch, SchemaError, ServerError, Unauthenticated)
+from ..errors import (AccessDenied, ContextError, IdempotencyConflict, IncognitoSession, InvalidArguments,
+                      MemoryAdmissionError, NotFound, PymemError, RevisionMismatch, SchemaError, ServerError,
+                      Unauthenticated, UnknownSession)
 
 __all__ = ["PROTOCOL", "WireError", "ERRORS", "BY_CODE", "ProtocolError", "TOKEN_CODES", "code_for", "status_for"]
 
@@ -76,6 +77,10 @@ ERRORS: tuple[WireError, ...] = (
     WireError("admission_refused", 422, MemoryAdmissionError,
               "the write gate refused the record; details carry reason, signature and audit_seq "
               "(MemoryAdmissionError)", typed=True),
+    WireError("unknown_session", 422, UnknownSession,
+              "the session was never started in this tenant, or is not visible here (UnknownSession)", typed=True),
+    WireError("incognito_session", 422, IncognitoSession,
+              "the session is incognito: nothing from it is stored (IncognitoSession)", typed=True),
     WireError("internal_error", 500, PymemError,
               "an unexpected failure; the response carries no internals, only a request id"),
     WireError("schema_not_current", 503, SchemaError, "the database schema is missing or behind (SchemaError)",

@@ -341,3 +341,36 @@ def test_a_database_that_goes_away_is_503_and_not_ready(app, url, store):
     status, _, got = request(url, "GET", "/readyz")
     assert status == 503 and got["status"] == "not_ready" and got["health"]["database"]["reachable"] is False
     assert request(url, "GET", "/healthz")[0] == 200  # alive, though not ready
+
+
+
+def test_the_delivery_verbs_over_http(url):
+    from pymem import NotFound, UnknownSession
+
+    with Client(url, token(tenant="acme", actor="agent-1")) as mem:
+        with pytest.raises(UnknownSession):
+            mem.deliver("chat-9", "anything")
+        session = mem.start_session("chat-1", "chat", first_message="Can you sort out Initech's invoicing?")
+        assert session["id"] == "chat-1" and session["surface"] == "chat"
+        mem.remember("Initech wants invoices in EUR.", {"origin": "user_asserted", "session_id": "chat-1"})
+        assert mem.end_session("chat-1", summary="Set up invoicing for Initech.")["ended_at"]
+        mem.start_session("chat-2", "chat")
+        block = mem.deliver("chat-2", "What currency does Initech want invoices in?", budget=1000)
+        assert "Initech wants invoices in EUR." in block["block"] and block["injection_seq"] >= 1
+        assert block["tokens"] <= block["budget"] == 1000
+        mem.upsert_many([{"id": "old", "content": "Deploys on Tuesdays", "embedding": vec(7),
+                          "provenance": {"origin": "user_asserted"}, "origin": "user_asserted"}], idempotency_key="u")
+        new = mem.supersede("old", {"id": "new", "content": "Deploys on Wednesdays"}, {"origin": "user_asserted"})
+        assert new["id"] == "new"
+        seq = mem.erase("new", "the user asked")
+        assert isinstance(seq, int) and mem.get("new") is None
+        with pytest.raises(NotFound):
+            mem.erase("new", "again")
+    # another tenant cannot erase, supersede or deliver into acme's
+    with Client(url, token(tenant="other", actor="mallory")) as other:
+        with pytest.raises(NotFound):
+            other.erase("old", "mine now")
+        with pytest.raises(NotFound):
+            other.supersede("old", "x", {"origin": "user_asserted"})
+        with pytest.raises(UnknownSession):
+            other.deliver("chat-2", "What currency does Initech want invoices in?")

@@ -104,6 +104,9 @@ def test_mcp_tenant_isolation_and_no_identity_in_arguments(url, database):
         got["get"] = (await client.call_tool("get", {"id": "launch"})).structured_content
         got["list"] = (await client.call_tool("list_memories", {})).structured_content
         got["forget"] = (await client.call_tool("delete_memories", {"memory_ids": ["launch"]})).structured_content
+        superseded = await client.call_tool("supersede", {"old_id": "launch", "content": "March 9",
+                                                          "origin": "user_asserted"})
+        got["supersede"] = (superseded.is_error, _text(superseded))
         for args in ({"query": "launch", "tenant": "tenant-a"}, {"query": "launch", "actor": "alice"},
                      {"query": "launch", "scope": {}}):
             refused = await client.call_tool("recall", args)
@@ -117,8 +120,9 @@ def test_mcp_tenant_isolation_and_no_identity_in_arguments(url, database):
     assert got["recall"]["kept"] == [] and got["recall"]["withheld"] == []
     assert got["get"] == {"memory": None}
     assert got["list"] == {"memories": [], "next_after": None}
-    assert got["forget"] == {"deleted": 0}
+    assert got["forget"] == {"erased": [], "not_found": ["launch"]}
     assert all(is_error and "identity_in_body" in text for is_error, text in got["refused"])
+    assert got["supersede"][0] and "not_found" in got["supersede"][1]
     with database.admin() as conn:
         rows = conn.execute("select tenant_id from pymem.memories order by tenant_id").fetchall()
     assert rows == [("tenant-a",)]  # A's memory is still there; B's refused write wrote nothing
@@ -168,3 +172,33 @@ def test_an_unexpected_failure_in_a_tool_is_an_error_without_internals(store, ca
     assert result.is_error and "internal_error" in _text(result) and secret not in _text(result)
     logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
     assert "unexpected KeyError" in logged and secret not in logged
+
+
+def test_mcp_deliver_starts_the_session_and_forget_erases(url, database):
+    async def steps(client):
+        out = {}
+        await client.call_tool("remember", {"content": "Initech wants invoices in EUR.", "origin": "user_asserted",
+                                            "id": "initech"})
+        question = {"session_id": "conv-1", "query": "What currency does Initech want invoices in?"}
+        first = await client.call_tool("deliver", question)
+        second = await client.call_tool("deliver", question)
+        out["deliveries"] = (first.is_error, first.structured_content, second.structured_content)
+        replaced = await client.call_tool("supersede", {"old_id": "initech", "content": "Initech wants invoices in CHF",
+                                                        "origin": "user_asserted", "id": "initech-2"})
+        out["superseded"] = replaced.structured_content
+        out["forgot"] = (await client.call_tool("forget", {"ids": ["initech-2", "never"]})).structured_content
+        out["get"] = (await client.call_tool("get", {"id": "initech-2"})).structured_content
+        return out
+
+    out = over_http(url, token(tenant="acme", actor="agent-1"), steps)
+    is_error, first, second = out["deliveries"]
+    assert not is_error and first["session_id"] == "conv-1" and first["turn"] == 0 and second["turn"] == 1
+    assert "Initech wants invoices in EUR." in first["block"] and first["injection_seq"]
+    assert out["superseded"]["id"] == "initech-2"
+    assert out["forgot"] == {"erased": ["initech-2"], "not_found": ["never"]}
+    assert out["get"] == {"memory": None}
+    with database.admin() as conn:
+        events = [e for (e,) in conn.execute("select event from pymem.ledger where tenant_id = 'acme' order by seq")]
+        erased = conn.execute("select content, erased_at is not null from pymem.memories where id = 'initech-2'").fetchone()
+    assert "memory.supersede" in events and "memory.erase" in events
+    assert erased == (None, True)

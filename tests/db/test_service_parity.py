@@ -12,7 +12,7 @@ import pytest
 from mcp import Client as MCPClient
 from mcp.client.streamable_http import streamable_http_client
 
-from pymem import Context, MemoryAdmissionError, admit, recall
+from pymem import Context, MemoryAdmissionError, NotFound, admit, erase, recall, supersede
 from pymem.client import Client
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
@@ -20,6 +20,7 @@ from helpers.database import DIM
 from helpers.service import KEY, running, token
 
 # (step, arguments): remember(record, provenance) | recall(query, top_k) | get(id) | list() | forget(ids)
+# | supersede(old_id, record, provenance)
 SEQUENCE: list[tuple[str, tuple]] = [
     ("remember", ({"id": "eur", "content": "Prefers invoices in EUR", "tags": ["billing"], "kind": "preference"},
                   {"origin": "user_asserted", "source": "chat"})),
@@ -33,9 +34,12 @@ SEQUENCE: list[tuple[str, tuple]] = [
     ("get", ("nope",)),
     ("list", ()),
     ("forget", (["tue", "nope"],)),
+    ("supersede", ("eur", {"id": "chf", "content": "Prefers invoices in CHF now"}, {"origin": "user_asserted"})),
+    ("supersede", ("tue", {"content": "Deploys moved to Wednesdays"}, {"origin": "user_asserted"})),
     ("recall", ("deploys Tuesdays invoices", 5)),
     ("list", ()),
 ]
+REASON = "forgotten on request"
 
 
 def _admitted(out: dict[str, Any]) -> tuple:
@@ -64,6 +68,12 @@ class LibraryAPI:
     def recall(self, query, *, top_k):
         return recall(self.mem, query, top_k=top_k).to_json()
 
+    def erase(self, memory_id, reason):
+        return erase(self.mem, memory_id, reason)
+
+    def supersede(self, old_id, record, provenance):
+        return supersede(self.mem, old_id, record, provenance)
+
     def __getattr__(self, name):  # get, list_chunks, delete_many: the same on both
         return getattr(self.mem, name)
 
@@ -83,7 +93,19 @@ def run_sync(api) -> list:
         elif step == "list":
             out.append([_record(r) for r in api.list_chunks()["chunks"]])
         elif step == "forget":
-            out.append(api.delete_many(*args))
+            erased, not_found = [], []
+            for memory_id in args[0]:
+                try:
+                    api.erase(memory_id, REASON)
+                    erased.append(memory_id)
+                except NotFound:
+                    not_found.append(memory_id)
+            out.append({"erased": erased, "not_found": not_found})
+        elif step == "supersede":
+            try:
+                out.append(_admitted(api.supersede(*args)))
+            except NotFound as exc:
+                out.append(("not_found", str(exc)))
     return out
 
 
@@ -114,7 +136,14 @@ def run_mcp(url: str) -> list:
                     elif step == "list":
                         out.append((await mcp.call_tool("list", {})).structured_content["memories"])
                     elif step == "forget":
-                        out.append((await mcp.call_tool("forget", {"ids": args[0]})).structured_content)
+                        result = await mcp.call_tool("forget", {"ids": args[0], "reason": REASON})
+                        out.append(result.structured_content)
+                    elif step == "supersede":
+                        old_id, record, provenance = args
+                        result = await mcp.call_tool("supersede", {"old_id": old_id, **record, **provenance})
+                        text = result.content[0].text.removeprefix("Error executing tool supersede: ")
+                        out.append(("not_found", text.removeprefix("not_found: ")) if result.is_error
+                                   else _admitted(result.structured_content))
         return out
     return anyio.run(main)
 
@@ -129,8 +158,11 @@ def test_library_http_and_mcp_give_the_same_results(store):
     # and the sequence meant something: admissions, both kinds of refusal, a hit, a miss, a deletion
     kinds = [r[0] if isinstance(r, tuple) else type(r).__name__ for r in via_library]
     assert kinds[:5] == ["admitted", "admitted", "admitted", "refused", "refused"]
-    assert via_library[5][1][0][0] in {"eur", "cit"} and via_library[7] is None
-    assert via_library[9] == {"deleted": 1} and len(via_library[8]) == 3 and len(via_library[11]) == 2
+    assert via_library[5][1][0][0] in {"eur", "cit"} and via_library[7] is None and len(via_library[8]) == 3
+    assert via_library[9] == {"erased": ["tue"], "not_found": ["nope"]}
+    assert via_library[10][:2] == ("admitted", "chf") and via_library[11][0] == "not_found"
+    assert {k[0] for k in via_library[12][1]} == {"chf", "cit"}  # eur superseded, tue erased
+    assert [r["id"] for r in via_library[13]] == ["chf", "cit", "eur"]
 
 
 def vec(i: int) -> list[float]:

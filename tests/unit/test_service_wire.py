@@ -91,11 +91,14 @@ def test_unknown_and_missing_arguments_are_invalid():
 def test_every_verb_argument_is_a_parameter_of_what_it_calls():
     """The schema's argument names are what the library takes (no schema that cannot be called)."""
     from pymem.admission.gate import admit
+    from pymem.delivery.deliver import deliver
+    from pymem.delivery.sessions import end_session, start_session
     from pymem.recall import recall
     from pymem.storage.memories import Memories
 
     targets = {"upsert_many": Memories.upsert_many, "search": Memories.search, "list": Memories.list_chunks,
-               "remember": admit, "recall": recall}
+               "remember": admit, "recall": recall, "start_session": start_session, "end_session": end_session,
+               "deliver": deliver}
     for name, fn in targets.items():
         params = set(inspect.signature(fn).parameters)
         assert set(VERBS[name].args) <= params, name
