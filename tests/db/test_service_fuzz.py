@@ -7,6 +7,7 @@ Bounded: a fixed number of examples per operation and mode, no example database,
 
 from __future__ import annotations
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
@@ -27,6 +28,8 @@ CHECKS = {
 }
 
 
+# schemathesis's own strategies draw from the random module, which Hypothesis warns about
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(store):
     with running(build_app(store, tokens=TokenVerifier.hs256(KEY))) as url:
         served = request(url, "GET", "/openapi.json")[2]
