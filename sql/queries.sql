@@ -356,8 +356,8 @@ returning m.id, m.invalidated_at
 select pymem.erase_memory(%s, %s)
 
 -- name: record_injection --
--- Chain what a delivery put into a turn (session, turn, memory ids, hot ids, digest sessions, sha256 hex, tokens, budget, truncated, counter, policy and tiers fingerprints)
-select pymem.record_injection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+-- Chain what a delivery put into a turn (session, turn, memory ids, hot ids, digest sessions, sha256 hex, tokens, budget, truncated, counter, policy and tiers fingerprints, lesson ids)
+select pymem.record_injection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: last_injected_turn --
 -- The highest turn recorded for a session (%s tenant, %s session), NULL when none
