@@ -102,3 +102,12 @@ def store(database):
     s = database.store()
     yield s
     s.close()
+
+
+@pytest.fixture
+def kstore(database, tmp_path):
+    """A store whose installation signing key is a file in the test's own directory (never the
+    user's home), for the tests that sign convention receipts."""
+    s = database.store(signing_key=tmp_path / "keys" / "signing-ed25519.pem")
+    yield s
+    s.close()

@@ -18,13 +18,6 @@ NO_TABS = "Never indent Makefile recipes with tabs"
 
 
 @pytest.fixture
-def kstore(database, tmp_path):
-    s = keyed_store(database, tmp_path)
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def acme(kstore):
     return kstore.bind(ctx())
 

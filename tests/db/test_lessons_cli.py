@@ -11,7 +11,7 @@ import pytest
 
 from pymem import Context, active_conventions, list_lessons, publish, subscribe
 from helpers.cli import cli_runner
-from helpers.lessons import commit_files, keyed_store, new_repo
+from helpers.lessons import commit_files, new_repo
 
 C1 = "c" * 40
 
@@ -22,10 +22,9 @@ def run(database, monkeypatch, tmp_path):
 
 
 @pytest.fixture
-def lib(database, tmp_path):
-    store = keyed_store(database, tmp_path)
-    yield store.bind(Context(tenant="acme"))
-    store.close()
+def lib(kstore):
+    """The library's view of what the commands did (the same signing key)."""
+    return kstore.bind(Context(tenant="acme"))
 
 
 def test_lessons_file_list_and_for_task(run, lib):
