@@ -15,9 +15,11 @@ from .admission.policy import AdmissionPolicy, OriginRule
 from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy
 from .config import Settings
+from .conventions import (ActiveConventions, Convention, ConventionCheck, FiledCorrection, active_conventions,
+                          check_conventions, file_review_correction, retire_convention)
 from .context import Context, parse_scope_pairs
 from .delivery.deliver import Delivery, deliver
-from .delivery.envelope import DeliveredItem, DigestEntry
+from .delivery.envelope import DeliveredItem, DeliveredLesson, DigestEntry
 from .delivery.injections import Injection, MemoryInjection, memory_injections, session_injections
 from .delivery.inspector import InspectedMemory, inspect_memories, inspect_memory
 from .delivery.memories import erase, supersede
@@ -30,6 +32,7 @@ from .embedder import Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension
 from .errors import (
     AccessDenied,
     ContextError,
+    ConventionConflict,
     IdempotencyConflict,
     IncognitoSession,
     InvalidArguments,
@@ -41,11 +44,15 @@ from .errors import (
     ServerError,
     UnknownSession,
 )
+from .facts import Fact, FactStream, follow, publish, subscribe
 from .integrity.audit import HistoryEvent, Refusal, history, refusals
 from .integrity.checkpoints import Checkpoint, CheckpointReport, CheckpointSink, FileSink, open_sink
 from .integrity.evidence import AnchorResult, ChainAudit, anchor_store, audit_chain
 from .integrity.independent import verify_independently
+from .integrity.receipts import ReceiptAudit, ReceiptFinding
 from .integrity.verify import TenantVerification, VerifyReport, verify_chain, verify_store
+from .lessons import (FiledLesson, Lesson, LessonCache, LessonsForTask, excluded_roles, file_lesson, lessons_for_task,
+                      list_lessons)
 from .migrate import upgrade_sql
 from .recall import RecallResult, RecalledMemory, WithheldMemory, WriteGate, recall
 from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
@@ -54,7 +61,7 @@ from .storage.memories import Memories
 from .storage.status import DatabaseStatus, database_status
 from .storage.store import Store
 from .storage.transfer import ImportReport, check_file, export_records, import_file
-from .vocabulary import ORIGINS, SURFACES, Origin
+from .vocabulary import LESSON_HALF_LIVES, LESSON_TYPES, ORIGINS, SURFACES, Origin
 
 __all__ = [
     # opening the store, and the memory verbs
@@ -62,7 +69,7 @@ __all__ = [
     # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
-    "IncognitoSession",
+    "IncognitoSession", "ConventionConflict",
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",
@@ -70,7 +77,7 @@ __all__ = [
     # audit and integrity
     "refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",
     "TenantVerification", "verify_independently", "audit_chain", "ChainAudit", "anchor_store", "AnchorResult",
-    "Checkpoint", "CheckpointReport", "CheckpointSink", "FileSink", "open_sink",
+    "Checkpoint", "CheckpointReport", "CheckpointSink", "FileSink", "open_sink", "ReceiptAudit", "ReceiptFinding",
     # import and export
     "import_file", "export_records", "check_file", "ImportReport",
     # the database itself
@@ -80,7 +87,15 @@ __all__ = [
     "recall_session", "erase_session", "deliver", "Delivery", "DeliveredItem", "DigestEntry", "Tier", "TierRule",
     "TrustTiers", "tier_of", "TokenCounter", "ApproxTokenCounter", "EncodingCounter", "UNDERCOUNT_MARGIN",
     "DEFAULT_FLOOR", "session_injections", "memory_injections", "Injection", "MemoryInjection", "supersede", "erase",
-    "inspect_memories", "inspect_memory", "InspectedMemory",
+    "inspect_memories", "inspect_memory", "InspectedMemory", "DeliveredLesson",
+    # lessons: filed through the gate, decayed at read time, ranked into a task's block
+    "LESSON_TYPES", "LESSON_HALF_LIVES", "file_lesson", "list_lessons", "lessons_for_task", "Lesson", "FiledLesson",
+    "LessonsForTask", "LessonCache", "excluded_roles",
+    # convention receipts: signed, commit-pinned review rules
+    "file_review_correction", "active_conventions", "retire_convention", "check_conventions", "Convention",
+    "FiledCorrection", "ActiveConventions", "ConventionCheck",
+    # facts shared between the tasks of a run
+    "publish", "subscribe", "follow", "Fact", "FactStream",
     # who may act where
     "bind_login", "unbind_login", "list_bindings", "LoginBinding",
 ]

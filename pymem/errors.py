@@ -81,3 +81,13 @@ class IncognitoSession(MemoryAdmissionError):
     """The session is incognito: nothing from it is stored (no memory, no summary, no injection
     record), and the database refuses it too. Nothing is audited: an audit record would be
     something stored."""
+
+
+class ConventionConflict(PymemError):
+    """A review correction contradicts a rule in force; nothing was filed. Names both receipts:
+    the one the correction would have become and the one in force."""
+
+    def __init__(self, message: str, *, receipt_id: str, conflicting_id: str):
+        super().__init__(message)
+        self.receipt_id = receipt_id
+        self.conflicting_id = conflicting_id

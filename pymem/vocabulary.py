@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import unicodedata
 from enum import StrEnum
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
 
 __all__ = [
     "Origin", "ORIGINS", "INJECTED", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
     "MAX_NAME", "MAX_ID", "MAX_IDEMPOTENCY_KEY", "MAX_CONTENT_BYTES", "MAX_RECORD_BYTES",
     "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
     "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text",
+    "LESSON_KIND", "FACT_KIND", "LESSON_HALF_LIVES", "LESSON_TYPES", "FACT_SCOPES",
 ]
 
 
@@ -47,18 +49,37 @@ ORIGINS: tuple[str, ...] = tuple(o.value for o in Origin)
 INJECTED = Origin.INJECTED_CONTEXT.value
 
 #: Every event the ledger records: the chain trigger's memory events, the gate's refusals, the
-#: sessions' lifecycle, hot memories marked and cleared, what a delivery injected into a turn, and
-#: the reason given for an erasure.
+#: sessions' lifecycle, hot memories marked and cleared, what a delivery injected into a turn, the
+#: reason given for an erasure, and each convention receipt's filing, confirmation (a new
+#: version), retirement and expiry.
 EVENTS: tuple[str, ...] = ("memory.insert", "memory.update", "memory.supersede", "memory.erase",
                            "memory.delete", "admission.refused",
                            "session.start", "session.end", "session.summary", "session.erase",
-                           "hot.marked", "hot.cleared", "delivery.injected", "erasure.recorded")
+                           "hot.marked", "hot.cleared", "delivery.injected", "erasure.recorded",
+                           "convention.filed", "convention.confirmed", "convention.retired", "convention.expired")
 
 #: Where a session runs (the `pymem.surface` domain): a chat, a background job, another agent
 #: (agent-to-agent), an API client, the command line.
 SURFACES: tuple[str, ...] = ("chat", "background", "a2a", "api", "cli")
 #: The tag that makes a memory hot: delivered on every turn, and its marking a ledger event.
 HOT_TAG = "hot"
+
+# -- lessons and shared facts ------------------------------------------------------------------
+
+#: The kind of a lesson memory (pymem.lessons reads them) and of a fact shared between the tasks
+#: of a run (inserting one notifies its tenant's channel).
+LESSON_KIND = "lesson"
+FACT_KIND = "shared_fact"
+#: Lesson types, and the half-life of their confidence in days: how long a lesson of the type
+#: keeps half of what it was believed at when last filed (pymem.lesson_half_life states the same
+#: table; tests/db/test_sql_contract.py keeps the two equal). What a person prefers changes
+#: slowest, a reviewer's correction next, pointers to where things are next, the state of a
+#: project fast, and what happened in one task fastest.
+LESSON_HALF_LIVES: Mapping[str, int] = MappingProxyType(
+    {"user": 365, "feedback": 180, "reference": 90, "project": 30, "episode": 7})
+LESSON_TYPES: tuple[str, ...] = tuple(LESSON_HALF_LIVES)
+#: How far a shared fact reaches: the tasks of one run, or every run of the tenant.
+FACT_SCOPES: tuple[str, ...] = ("run", "tenant")
 
 # -- a chunk record's structural surface (the only keys the store reads) --------------------------
 

@@ -365,8 +365,8 @@ returning m.id, m.invalidated_at
 select pymem.erase_memory(%s, %s)
 
 -- name: record_injection --
--- Chain what a delivery put into a turn (session, turn, memory ids, hot ids, digest sessions, sha256 hex, tokens, budget, truncated, counter, policy and tiers fingerprints)
-select pymem.record_injection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+-- Chain what a delivery put into a turn (session, turn, memory ids, hot ids, digest sessions, sha256 hex, tokens, budget, truncated, counter, policy and tiers fingerprints, lesson ids)
+select pymem.record_injection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: last_injected_turn --
 -- The highest turn recorded for a session (%s tenant, %s session), NULL when none
@@ -393,3 +393,127 @@ select id, kind, content, tags, origin, provenance, source_adapter, confidence, 
    and (not %s or 'hot' = any (tags))
  order by created_at desc, id
  limit %s
+
+-- ============================================================================================
+-- lessons (pymem/lessons)
+-- ============================================================================================
+
+-- name: lock_for_filing --
+-- Serialize filings under one key (%s, text) until the transaction ends, so a duplicate or contradiction check and the write it decides on cannot race
+select pg_advisory_xact_lock(hashtextextended(%s, 0))
+
+-- name: lesson_duplicate_candidates --
+-- Lessons a new one could be merged into: same tenant, type and scope, written by the same adapter, a tag in common (tenant, type, scope, adapter, tags)
+select id, content, tags, confidence, version, source_task, created_at, revision
+  from pymem.lessons
+ where tenant_id = %s and memory_type = %s and scope = %s and source_adapter is not distinct from %s::text
+   and tags && %s::text[]
+ order by created_at, id
+
+-- name: merge_lesson --
+-- Confirm a lesson again: its stored confidence and version, and (by the update itself) its filing time (confidence, version, confidence, tenant, id, expected revision)
+update pymem.memories as m
+   set confidence = %s, record = m.record || jsonb_build_object('version', %s::integer, 'confidence', %s::real)
+ where m.tenant_id = %s and m.id = %s and m.revision = %s and m.kind = 'lesson' and m.erased_at is null
+returning m.id, m.confidence, m.revision
+
+-- name: list_lessons --
+-- The context's lessons, last filed first, with the confidence decayed to a time and the age in days (time or NULL = now, tenant, type or NULL twice, tag or NULL twice, limit)
+select l.id, l.memory_type, l.tags, l.content, l.confidence,
+       pymem.lesson_confidence(l.confidence, l.memory_type, n.t - l.filed_at) as decayed_confidence,
+       l.version, l.source_task, l.origin, l.source_adapter, l.created_at, l.filed_at,
+       (extract(epoch from n.t - l.filed_at) / 86400)::double precision as age_days
+  from (select coalesce(%s::timestamptz, now()) as t) n
+ cross join pymem.lessons l
+ where l.tenant_id = %s and (%s::text is null or l.memory_type = %s::text) and (%s::text is null or %s::text = any (l.tags))
+ order by l.filed_at desc, l.id
+ limit %s
+
+-- name: lessons_for_task --
+-- Lessons sharing a tag with a task, best first by shared tags + decayed confidence; shaped like search hits, plus type, version, source task, filing time, decayed confidence and age in days (time or NULL = now, tenant, task tags twice, limit)
+select l.id, l.record, l.content, 'lesson'::text as kind, l.tags, l.scope, l.origin, l.provenance, l.confidence,
+       l.source_adapter, l.injection_source, l.policy_fingerprint, l.created_at, l.revision,
+       0::double precision as score, l.memory_type, l.version, l.source_task, l.filed_at, d.decayed, d.age_days
+  from (select coalesce(%s::timestamptz, now()) as t) n
+ cross join pymem.lessons l
+ cross join lateral (select pymem.lesson_confidence(l.confidence, l.memory_type, n.t - l.filed_at) as decayed,
+                            (extract(epoch from n.t - l.filed_at) / 86400)::double precision as age_days) d
+ where l.tenant_id = %s and l.tags && %s::text[]
+ order by cardinality(array(select unnest(l.tags) intersect select unnest(%s::text[]))) + coalesce(d.decayed, 0) desc,
+          l.id
+ limit %s
+
+-- ============================================================================================
+-- convention receipts (pymem/conventions, pymem/integrity/receipts.py)
+-- ============================================================================================
+
+-- name: register_signing_key --
+-- Register the installation's public key (%s, hex) if none is; refused if another one is
+select pymem.register_signing_key(%s)
+
+-- name: conventions_in_force --
+-- The context's rules in force at their latest version, by subject then id (%s tenant)
+select * from pymem.conventions where tenant_id = %s and status = 'active' order by subject, id
+
+-- name: convention_by_id --
+-- One receipt at its latest version, with its status (%s tenant, %s id)
+select * from pymem.conventions where tenant_id = %s and id = %s
+
+-- name: insert_receipt --
+-- File a signed receipt version (tenant, id, version, scope, subject, symbol, rule text, rule sha256, base commit, assertion, lesson id, public key, signature, receipt sha256); the database chains it
+insert into pymem.convention_receipts (tenant_id, id, version, scope, subject, subject_symbol, rule_text, rule_sha256,
+                                       base_commit, assertion, lesson_id, public_key, signature, receipt_sha256)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+
+-- name: end_convention --
+-- Retire or expire a rule (tenant, receipt id, status, reason, head commit or NULL); the database chains it
+insert into pymem.convention_endings (tenant_id, receipt_id, status, reason, head_commit)
+values (%s, %s, %s, %s, %s)
+
+-- name: registered_signing_key --
+-- The installation key registered in the database, if any
+select public_key from pymem.signing_keys
+
+-- name: receipts_to_audit --
+-- Every receipt version of a tenant (or of all, with NULL), to check signatures and anchors (tenant or NULL, twice)
+select tenant_id, id, version, scope, source_adapter, subject, subject_symbol, rule_text, rule_sha256, base_commit,
+       assertion, lesson_id, public_key, signature, receipt_sha256
+  from pymem.convention_receipts
+ where %s::text is null or tenant_id = %s
+ order by tenant_id, id, version
+
+-- name: convention_events_to_audit --
+-- Every convention event of a tenant's chain (or of all, with NULL), in chain order (tenant or NULL, twice)
+select tenant_id, seq, event, content_hash, details
+  from pymem.ledger
+ where (%s::text is null or tenant_id = %s) and event like 'convention.%%'
+ order by tenant_id, seq
+
+-- name: convention_endings_to_audit --
+-- Every ended rule of a tenant (or of all, with NULL) (tenant or NULL, twice)
+select tenant_id, receipt_id, status, reason, head_commit
+  from pymem.convention_endings
+ where %s::text is null or tenant_id = %s
+ order by tenant_id, receipt_id
+
+-- ============================================================================================
+-- shared facts (pymem/facts)
+-- ============================================================================================
+
+-- name: shared_facts --
+-- The context's shared facts with a tag, of a run or tenant-wide, oldest first; with ids, only those (tenant, tag, scope, run or NULL, ids or NULL, twice)
+select id, record, content, source_adapter, content_hash, created_at
+  from pymem.memories
+ where tenant_id = %s and kind = 'shared_fact' and erased_at is null and %s::text = any (tags)
+   and record ->> 'reach' = %s::text
+   and (record ->> 'reach' = 'tenant' or record ->> 'run_id' = %s::text)
+   and (%s::text[] is null or id = any (%s::text[]))
+ order by created_at, id
+
+-- name: fact_channel --
+-- The channel a tenant's (%s) new shared facts are announced on
+select pymem.fact_channel(%s)
+
+-- name: listen --
+-- Listen on a channel (a follower's own connection, never a pooled one)
+listen {channel}

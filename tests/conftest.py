@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -65,25 +66,48 @@ def template_db(server_dsn):
         conn.execute(f'drop database if exists "{name}" with (force)')
 
 
-@pytest.fixture
-def database(server_dsn, template_db):
+@contextmanager
+def _fresh_database(server_dsn, template_db):
     name = f"pymem_test_{os.getpid()}_{next(_names)}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'create database "{name}" template "{template_db}"')
     superuser = urlsplit(server_dsn).username or "postgres"
-    db = TestDatabase(
-        name=name,
-        admin_dsn=with_user(server_dsn, superuser, database=name),
-        app_dsn=with_user(server_dsn, APP_LOGIN, database=name, password=PASSWORD),
-        auditor_dsn=with_user(server_dsn, AUDITOR_LOGIN, database=name, password=PASSWORD),
-    )
-    yield db
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f'drop database if exists "{name}" with (force)')
+    try:
+        yield TestDatabase(
+            name=name,
+            admin_dsn=with_user(server_dsn, superuser, database=name),
+            app_dsn=with_user(server_dsn, APP_LOGIN, database=name, password=PASSWORD),
+            auditor_dsn=with_user(server_dsn, AUDITOR_LOGIN, database=name, password=PASSWORD),
+        )
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as conn:
+            conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+def database(server_dsn, template_db):
+    with _fresh_database(server_dsn, template_db) as db:
+        yield db
+
+
+@pytest.fixture
+def another_database(server_dsn, template_db):
+    """A second, independent database (another installation), for tests that compare two."""
+    with _fresh_database(server_dsn, template_db) as db:
+        yield db
 
 
 @pytest.fixture
 def store(database):
     s = database.store()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def kstore(database, tmp_path):
+    """A store whose installation signing key is a file in the test's own directory (never the
+    user's home), for the tests that sign convention receipts."""
+    s = database.store(signing_key=tmp_path / "keys" / "signing-ed25519.pem")
     yield s
     s.close()

@@ -13,6 +13,10 @@
   by the origin's ceiling) and the policy fingerprint. Admitted writes are not separately
   audited: their provenance, stored on the row and chained by the ledger, is the record.
 
+`screen` is the same judgement without the write: it refuses (audited) or returns the admitted
+record and the row to write, for callers that decide after judging how to write it (a lesson that
+turns out to be a near-duplicate of one on file is merged into it instead of inserted).
+
 A provenance that names a session must name a session started in this tenant and visible to the
 context (pymem.delivery.sessions): an unknown one is refused like any other refusal (audited,
 then `UnknownSession`), never written under a catch-all; an incognito one raises
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from dataclasses import dataclass
 import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -58,7 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
     from ..storage.store import Store
 
-__all__ = ["admit", "bind_provenance", "audited_refusal", "NOT_AUDITED"]
+__all__ = ["admit", "screen", "Screened", "bind_provenance", "audited_refusal", "NOT_AUDITED"]
 
 log = logging.getLogger(__name__)
 
@@ -149,23 +154,23 @@ def _embedding_for(store: "Store", content: str | None, embedder: Embedder | Non
     return embedder.embed([content])[0]
 
 
-def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
-          policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
-          conn: psycopg.Connection | None = None) -> dict[str, Any]:
-    """Judge `record` and write it, or audit the refusal and raise MemoryAdmissionError.
+@dataclass(frozen=True)
+class Screened:
+    """A record the gate admitted, not yet written: `record` is what `admit` returns, `row` the
+    memory row the one write path (`Memories.add`) writes."""
 
-    `record`: an object (or a bare string, taken as its content). The store reads `id` (else
-    `chunk_id`/`memory_id`; generated when absent), `content` (else `distillate`/`text`),
-    `embedding`/`vector` (computed from the content with `embedder`, default
-    pymem.embedder.get_embedder(), when absent), `tags`, `kind`, `scope` (default: the
-    context's), `importance` and `confidence` (a request; the policy caps it). Everything else is
-    kept in the stored record. `policy` defaults to AdmissionPolicy.from_env(), read now.
+    record: dict[str, Any]
+    row: dict[str, Any]
 
-    Returns the admitted record as written (a new dict, without vectors): the caller's fields
-    plus `id`, `origin`, `provenance`, `confidence`, `policy_fingerprint` (and `injection_source`).
-    With `conn`, the write joins the caller's transaction as a savepoint; a refusal's audit never
-    does (see the module docstring).
-    """
+
+def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
+           policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
+           conn: psycopg.Connection | None = None) -> Screened:
+    """The gate's judgement without the write: judge `record` (raising MemoryAdmissionError after
+    the refusal's audit committed, exactly as `admit` does) and build the row it may be written
+    as. `admit` is `screen` and then the write; a caller that decides after judging whether and
+    how to write (a near-duplicate lesson merged into an existing one) calls `screen` itself, so
+    its content passes the same gate."""
     record = _as_record(record)
     ctx = memories.ctx
     provenance = bind_provenance(provenance, ctx.adapter)
@@ -209,8 +214,29 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
         "injection_source": out.get("injection_source"),
         "policy_fingerprint": out["policy_fingerprint"],
     }
+    return Screened(record=out, row=row)
+
+
+def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
+          policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
+          conn: psycopg.Connection | None = None) -> dict[str, Any]:
+    """Judge `record` and write it, or audit the refusal and raise MemoryAdmissionError.
+
+    `record`: an object (or a bare string, taken as its content). The store reads `id` (else
+    `chunk_id`/`memory_id`; generated when absent), `content` (else `distillate`/`text`),
+    `embedding`/`vector` (computed from the content with `embedder`, default
+    pymem.embedder.get_embedder(), when absent), `tags`, `kind`, `scope` (default: the
+    context's), `importance` and `confidence` (a request; the policy caps it). Everything else is
+    kept in the stored record. `policy` defaults to AdmissionPolicy.from_env(), read now.
+
+    Returns the admitted record as written (a new dict, without vectors): the caller's fields
+    plus `id`, `origin`, `provenance`, `confidence`, `policy_fingerprint` (and `injection_source`).
+    With `conn`, the write joins the caller's transaction as a savepoint; a refusal's audit never
+    does (see the module docstring).
+    """
+    screened = screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn)
     try:
-        memories.add([row], conn=conn)
+        memories.add([screened.row], conn=conn)
     except pgerr.UniqueViolation:
-        raise InvalidArguments(f"a memory with id {memory_id[:100]!r} already exists") from None
-    return out
+        raise InvalidArguments(f"a memory with id {screened.row['id'][:100]!r} already exists") from None
+    return screened.record

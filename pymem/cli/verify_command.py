@@ -29,6 +29,18 @@ def _print_report(report, label: str) -> None:
         click.echo(f"{label}TAMPERING DETECTED in tenant {bad.tenant} at {where}{memory}: {bad.problem}")
 
 
+def _print_receipts(report) -> None:
+    if report.checked or report.endings or report.registered_key:
+        click.echo(f"receipts: {report.checked} checked, {report.endings} ended"
+                   + ("; signatures and anchors intact" if report.clean else ""))
+    for f in report.findings:
+        where = f" in tenant {f.tenant}" if f.tenant else ""
+        what = f": receipt {f.receipt_id}" if f.receipt_id else ""
+        version = f" version {f.version}" if f.version is not None else ""
+        seq = f" (seq {f.seq})" if f.seq is not None else ""
+        click.echo(f"RECEIPT PROBLEM{where}{what}{version}{seq}: {f.problem}")
+
+
 def _print_checkpoints(report) -> None:
     if report.clean:
         click.echo(f"checkpoints: {report.checked} checked, the chain extends every one")
@@ -42,16 +54,21 @@ def _print_checkpoints(report) -> None:
 @click.option("--checkpoints", "checkpoints", metavar="PATH",
               help="Also check that the chain extends every signed checkpoint in PATH (see `pymem anchor`).")
 @click.option("--public-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The key checkpoints must be signed with (hex or PEM); default: PYMEM_SIGNING_KEY's.")
+              help="The key checkpoints and convention receipts must be signed with (hex or PEM); default: "
+                   "PYMEM_SIGNING_KEY's.")
 @click.option("--independent", is_flag=True,
               help="Also recompute every hash in Python from the raw rows, without the database's functions.")
 @json_option
 def verify(tenant: str | None, checkpoints: str | None, public_key: Path | None, independent: bool,
            as_json: bool) -> None:
-    """Verify the ledger's hash chain and re-hash every live memory.
+    """Verify the ledger's hash chain, re-hash every live memory (lessons and shared facts among
+    them) and check every convention receipt.
 
     Prints the entries checked and each tenant's head hash, then `tampering: none detected` or the
-    first bad seq, the memory it concerns and what is wrong. --checkpoints compares the chain with
+    first bad seq, the memory it concerns and what is wrong. Each convention receipt must carry
+    the installation key's valid signature (the key file, or --public-key; the key registered in
+    the database must be the same) and exactly one matching anchoring ledger entry; each problem
+    is printed as `RECEIPT PROBLEM` with the receipt's id. --checkpoints compares the chain with
     heads signed earlier outside the database (a truncated, rewound or rewritten chain fails
     there even if the database's own functions were replaced); --independent recomputes every
     hash in Python. Exit 0 when clean (also with no data), 1 on a finding, 2 on a usage or
@@ -70,6 +87,8 @@ def verify(tenant: str | None, checkpoints: str | None, public_key: Path | None,
         echo_json(result.to_json())
     else:
         _print_report(result.database, "")
+        if result.receipts is not None:
+            _print_receipts(result.receipts)
         if result.independent is not None:
             _print_report(result.independent, "independent: ")
         if result.checkpoints is not None:

@@ -1,7 +1,8 @@
 """Fitting a delivery into its token budget, visibly.
 
-Entries are considered in priority order: hot memories (delivered every turn), then recalled
-memories best first, then the digest's sessions newest first. Each is kept if the whole block,
+Entries are considered in priority order: hot memories (delivered every turn), then lessons of
+earlier tasks best first (when asked for), then recalled memories best first, then the digest's
+sessions newest first. Each is kept if the whole block,
 rendered with it, still fits; otherwise it is left out and the next is tried, so one long memory
 does not push out several short ones. Whenever anything is left out the block carries a notice
 saying how many entries, inside the envelope. The final block is counted again as a whole, and
@@ -11,11 +12,11 @@ own measure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..errors import InvalidArguments
-from .envelope import DeliveredItem, DigestEntry, render
+from .envelope import DeliveredItem, DeliveredLesson, DigestEntry, render
 from .tokens import TokenCounter
 
 __all__ = ["Fitted", "fit", "MIN_BUDGET", "MAX_BUDGET"]
@@ -32,46 +33,55 @@ class Fitted:
     hot: list[DeliveredItem]
     recalled: list[DeliveredItem]
     omitted: int
+    lessons: list[DeliveredLesson] = field(default_factory=list)
 
 
-def _render(keep: list, total: int, omitted: int, budget: int) -> str:
+def _sections(keep: list, present: tuple[bool, bool, bool, bool]) -> tuple:
+    """(digest, hot, recalled, lessons) of `keep`; a section that is not present is None."""
     digest = [e for e in keep if isinstance(e, DigestEntry)]
     hot = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "hot"]
     recalled = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "recalled"]
-    return render(digest, hot, recalled, omitted=omitted, total=total, budget=budget)
+    lessons = [e for e in keep if isinstance(e, DeliveredLesson)]
+    return tuple(part if shown else None for part, shown in zip((digest, hot, recalled, lessons), present))
 
 
-def fit(digest: Sequence[DigestEntry], hot: Sequence[DeliveredItem], recalled: Sequence[DeliveredItem], *,
+def _render(keep: list, total: int, omitted: int, budget: int, present: tuple[bool, bool, bool, bool]) -> str:
+    digest, hot, recalled, lessons = _sections(keep, present)
+    return render(digest, hot, recalled, lessons=lessons, omitted=omitted, total=total, budget=budget)
+
+
+def fit(digest: Sequence[DigestEntry] | None, hot: Sequence[DeliveredItem] | None,
+        recalled: Sequence[DeliveredItem] | None, *, lessons: Sequence[DeliveredLesson] | None = None,
         budget: int, counter: TokenCounter) -> Fitted:
-    """The largest block (greedy, in priority order) that `counter` says fits in `budget` tokens."""
+    """The largest block (greedy, in priority order) that `counter` says fits in `budget` tokens.
+    A section given as None is not part of the block at all (see pymem.delivery.envelope.render)."""
     if isinstance(budget, bool) or not isinstance(budget, int) or not MIN_BUDGET <= budget <= MAX_BUDGET:
         raise InvalidArguments(f"budget must be an integer number of tokens between {MIN_BUDGET} and {MAX_BUDGET}")
-    entries: list = [*hot, *recalled, *digest]
+    present = (digest is not None, hot is not None, recalled is not None, lessons is not None)
+    entries: list = [*(hot or ()), *(lessons or ()), *(recalled or ()), *(digest or ())]
     total = len(entries)
-    everything = _render(entries, total, 0, budget)
+    everything = _render(entries, total, 0, budget, present)
     if counter.count(everything) <= budget:
         keep = entries
     else:
         # sized with the notice for the largest count it can show, so the final notice fits too
-        empty = _render([], total, total, budget)
+        empty = _render([], total, total, budget, present)
         if counter.count(empty) > budget:
             raise InvalidArguments(f"a budget of {budget} tokens cannot hold even the envelope "
                                    f"({counter.count(empty)} tokens by {counter.name})")
         keep = []
         for entry in entries:
-            if counter.count(_render(keep + [entry], total, total, budget)) <= budget:
+            if counter.count(_render(keep + [entry], total, total, budget, present)) <= budget:
                 keep.append(entry)
     while True:
         omitted = total - len(keep)
-        text = _render(keep, total, omitted, budget)
+        text = _render(keep, total, omitted, budget, present)
         tokens = counter.count(text)
         if tokens <= budget or not keep:
             break
         keep.pop()
     if tokens > budget:
         raise InvalidArguments(f"a budget of {budget} tokens cannot hold even the envelope ({tokens} tokens)")
-    return Fitted(text=text, tokens=tokens,
-                  digest=[e for e in keep if isinstance(e, DigestEntry)],
-                  hot=[e for e in keep if isinstance(e, DeliveredItem) and e.section == "hot"],
-                  recalled=[e for e in keep if isinstance(e, DeliveredItem) and e.section == "recalled"],
-                  omitted=total - len(keep))
+    digest_kept, hot_kept, recalled_kept, lessons_kept = _sections(keep, (True, True, True, True))
+    return Fitted(text=text, tokens=tokens, digest=digest_kept, hot=hot_kept, recalled=recalled_kept,
+                  omitted=total - len(keep), lessons=lessons_kept)

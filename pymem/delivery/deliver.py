@@ -12,9 +12,13 @@ For session S, turn N and the user's query:
    similarity floor, then ranked by similarity x trust-tier weight x recency
    (pymem.delivery.ranking); the best `top_k`.
    In 3 and 4, tiers the trust tiers do not inject automatically are left out.
-5. Everything goes into one envelope (pymem.delivery.envelope), fitted to the token budget
+5. Lessons of earlier tasks, when the caller passes them (pymem.lessons.lessons_for_task picks and
+   ranks them): a section of their own, ahead of the recalled memories; a lesson already in the
+   block as a hot memory is not repeated, and none is recalled again.
+6. Everything goes into one envelope (pymem.delivery.envelope), fitted to the token budget
    (pymem.delivery.budget), and the turn's injection record is chained into the ledger
-   (pymem.delivery.injections) with exactly the ids that are in the block.
+   (pymem.delivery.injections) with exactly the ids that are in the block, the lessons named as
+   such.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from ..storage.search import SearchHit, check_top_k
 from ..storage.sessions import SessionRow, session_row
 from . import injections
 from .budget import fit
-from .envelope import DeliveredItem, DigestEntry
+from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
 from .ranking import check_floor, rank_score, similarity_floor
 from .sessions import check_session_id, recent_sessions
 from .tiers import TrustTiers, tier_of
@@ -72,10 +76,12 @@ class Delivery:
     block_sha256: str | None = None
     injection_seq: int | None = None
     incognito: bool = False
+    lessons: list[DeliveredLesson] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "turn": self.turn, "block": self.text,
-                "items": [i.to_json() for i in self.items], "digest": [d.to_json() for d in self.digest],
+                "items": [i.to_json() for i in self.items], "lessons": [l.to_json() for l in self.lessons],
+                "digest": [d.to_json() for d in self.digest],
                 "tokens": self.tokens, "budget": self.budget, "truncated": self.truncated, "counter": self.counter,
                 "block_sha256": self.block_sha256, "injection_seq": self.injection_seq, "incognito": self.incognito}
 
@@ -148,18 +154,31 @@ def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
                          score=score, similarity=float(hit.score) if section == "recalled" else None)
 
 
+def _check_lessons(lessons: Any) -> list[DeliveredLesson] | None:
+    if lessons is None:
+        return None
+    if isinstance(lessons, (str, bytes)) or not isinstance(lessons, Sequence) \
+            or not all(isinstance(lesson, DeliveredLesson) for lesson in lessons):
+        raise InvalidArguments("lessons must be a list of DeliveredLesson (see pymem.lessons_for_task)")
+    if len({lesson.id for lesson in lessons}) != len(lessons):
+        raise InvalidArguments("lessons names the same lesson twice")
+    return list(lessons)
+
+
 def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: int | None = None,
             budget: int = DEFAULT_BUDGET, top_k: int = DEFAULT_TOP_K, max_sessions: int = DEFAULT_MAX_SESSIONS,
             max_hot: int = DEFAULT_MAX_HOT, floor: float | None = None, tiers: TrustTiers | None = None,
             policy: AdmissionPolicy | None = None, trust: AdapterTrustPolicy | None = None, guard: Any = None,
             embedder: Embedder | None = None, counter: TokenCounter | None = None,
-            now: _dt.datetime | None = None, conn: psycopg.Connection | None = None) -> Delivery:
+            now: _dt.datetime | None = None, lessons: Sequence[DeliveredLesson] | None = None,
+            conn: psycopg.Connection | None = None) -> Delivery:
     """Build and record the block that turn `turn` of session `session_id` receives (see the
     module docstring). `turn` defaults to one after the last recorded turn of the session (0 for
     the first). `query` (the user's message) drives the recalled section; None or blank recalls
     nothing. Defaults: `floor` PYMEM_SIMILARITY_FLOOR or 0.35, `tiers` TrustTiers.from_env(),
     `policy` AdmissionPolicy.from_env(), `trust` the environment's adapter trust, `counter` the
-    approximate counter, `now` the current time (recency is measured to it)."""
+    approximate counter, `now` the current time (recency is measured to it). `lessons`: the
+    lessons section (None = no section; pymem.lessons_for_task builds it)."""
     session_id = check_session_id(session_id)
     if turn is not None:
         _count(turn, "turn", 0, 2**31 - 1)
@@ -169,6 +188,7 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     _count(max_hot, "max_hot", 0, 1000)
     if query is not None and not isinstance(query, str):
         raise InvalidArguments(f"the query must be text, not {type(query).__name__}")
+    lessons = _check_lessons(lessons)
     floor = check_floor(floor) if floor is not None else similarity_floor()
     tiers = tiers if tiers is not None else TrustTiers.from_env()
     policy = policy if policy is not None else AdmissionPolicy.from_env()
@@ -194,20 +214,27 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     digest = _digest(memories, session, max_sessions, trust, conn) if max_sessions else []
     hot = _hot(memories, max_hot, policy, trust, guard, tiers, conn) if max_hot else []
     hot_ids = {h.id for h in hot}
-    recalled = (_recalled(memories, query, top_k, floor, hot_ids, now, policy, trust, guard, tiers, embedder, conn)
+    if lessons is not None:
+        lessons = [lesson for lesson in lessons if lesson.id not in hot_ids]
+    exclude = hot_ids | {lesson.id for lesson in lessons or ()}
+    recalled = (_recalled(memories, query, top_k, floor, exclude, now, policy, trust, guard, tiers, embedder, conn)
                 if query is not None and query.strip() else [])
     times = _session_times(memories, hot + [hit for _, hit in recalled], conn)
     fitted = fit(digest, [_item("hot", h, times) for h in hot],
-                 [_item("recalled", hit, times, score) for score, hit in recalled], budget=budget, counter=counter)
+                 [_item("recalled", hit, times, score) for score, hit in recalled], lessons=lessons, budget=budget,
+                 counter=counter)
 
     items = fitted.hot + fitted.recalled
     block_sha256 = hashlib.sha256(fitted.text.encode("utf-8")).hexdigest()
     with memories.store.transaction(memories.ctx, conn) as c:
         seq = injections.record_injection(
-            c, session_id=session_id, turn=turn, memory_ids=[i.id for i in items], hot_ids=[i.id for i in fitted.hot],
+            c, session_id=session_id, turn=turn,
+            memory_ids=[i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
+            + [i.id for i in fitted.recalled],
+            hot_ids=[i.id for i in fitted.hot], lesson_ids=[lesson.id for lesson in fitted.lessons],
             digest_sessions=[d.session_id for d in fitted.digest], block_sha256=block_sha256, tokens=fitted.tokens,
             budget=budget, truncated=fitted.omitted, counter=counter.name, policy_fingerprint=policy.fingerprint,
             tiers_fingerprint=tiers.fingerprint)
     return Delivery(session_id=session_id, turn=turn, text=fitted.text, items=items, digest=fitted.digest,
                     tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
-                    block_sha256=block_sha256, injection_seq=seq)
+                    block_sha256=block_sha256, injection_seq=seq, lessons=fitted.lessons)

@@ -3,8 +3,8 @@
 Every delivery for a session's turn appends one `delivery.injected` event to the tenant's hash
 chain (pymem.record_injection, sql/schema.sql): the session, the turn, the ids of every memory in
 the block (the hot ones named again), the other sessions its digest listed, the sha256 of the
-delivered text, its token count, budget and truncation, the counter's name and the admission
-policy's and trust tiers' fingerprints. Never the text: the ids lead to the rows and the digest
+delivered text, its token count, budget and truncation, the counter's name, the admission
+policy's and trust tiers' fingerprints, and which of the memories were lessons of earlier tasks. Never the text: the ids lead to the rows and the digest
 proves which text it was. The views pymem.audit_injections and pymem.memory_injections read the
 records back; an auditor login reads every tenant's.
 """
@@ -50,6 +50,7 @@ class Injection:
     counter: str
     policy_fingerprint: str | None
     tiers_fingerprint: str | None
+    lesson_ids: list[str]
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "occurred_at": self.occurred_at.isoformat()}
@@ -74,11 +75,12 @@ class MemoryInjection:
 def record_injection(conn: psycopg.Connection, *, session_id: str, turn: int, memory_ids: Sequence[str],
                      hot_ids: Sequence[str], digest_sessions: Sequence[str], block_sha256: str, tokens: int,
                      budget: int, truncated: int, counter: str, policy_fingerprint: str | None,
-                     tiers_fingerprint: str | None) -> int:
+                     tiers_fingerprint: str | None, lesson_ids: Sequence[str] = ()) -> int:
     """Chain the record on `conn` (whose transaction carries the context); returns its seq."""
     row = conn.execute(queries.query("record_injection"),
                        (session_id, turn, list(memory_ids), list(hot_ids), list(digest_sessions), block_sha256,
-                        tokens, budget, truncated, counter, policy_fingerprint, tiers_fingerprint)).fetchone()
+                        tokens, budget, truncated, counter, policy_fingerprint, tiers_fingerprint,
+                        list(lesson_ids))).fetchone()
     return int(row[0])
 
 

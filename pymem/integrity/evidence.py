@@ -1,8 +1,10 @@
 """The chain checked against evidence the database cannot forge, for a whole store.
 
-`audit_chain` runs the database's own verification and, on request, the independent Python
-verifier and the signed checkpoints; `anchor_store` signs the current heads. Both pick the right
-connection: the app's for one tenant, the administrative one for every tenant.
+`audit_chain` runs the database's own verification, checks every convention receipt against its
+signature and its anchoring ledger entry (pymem.integrity.receipts) and, on request, runs the
+independent Python verifier and compares with the signed checkpoints; `anchor_store` signs the
+current heads. Both pick the right connection: the app's for one tenant, the administrative one
+for every tenant.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import psycopg
 
 from .checkpoints import Checkpoint, CheckpointReport, anchor, check_checkpoints, open_sink
 from .independent import verify_independently
+from .receipts import ReceiptAudit, audit_receipts
 from .signing import load_key, load_or_create_key, load_public_hex, public_bytes
 from .verify import VerifyReport, verify_store
 
@@ -32,18 +35,23 @@ def _connection(store, tenant: str | None) -> Iterator[psycopg.Connection]:
 
 @dataclass(frozen=True)
 class ChainAudit:
-    """The database's verdict, and what the independent verifier and the checkpoints say."""
+    """The database's verdict, the receipts' check, and what the independent verifier and the
+    checkpoints say."""
 
     database: VerifyReport
     independent: VerifyReport | None = None
     checkpoints: CheckpointReport | None = None
+    receipts: ReceiptAudit | None = None
 
     @property
     def clean(self) -> bool:
-        return all(r.clean for r in (self.database, self.independent, self.checkpoints) if r is not None)
+        return all(r.clean for r in (self.database, self.independent, self.checkpoints, self.receipts)
+                   if r is not None)
 
     def to_json(self) -> dict[str, Any]:
         out = self.database.to_json()
+        if self.receipts is not None:
+            out["receipts"] = self.receipts.to_json()
         if self.independent is not None:
             out["independent"] = self.independent.to_json()
         if self.checkpoints is not None:
@@ -60,11 +68,23 @@ def trusted_public_key(store, public_key: str | Path | None = None) -> str:
     return load_key(store.settings.signing_key_path).public_hex
 
 
+def _receipt_key(store, public_key: str | Path | None) -> str | None:
+    """The key receipts must be signed with: `public_key` if given, else the installation key
+    file's (None when there is none: receipts then cannot be trusted)."""
+    if public_key is not None or Path(store.settings.signing_key_path).expanduser().is_file():
+        return trusted_public_key(store, public_key)
+    return None
+
+
 def audit_chain(store, tenant: str | None = None, *, independent: bool = False, checkpoints: str | None = None,
                 public_key: str | Path | None = None) -> ChainAudit:
-    """Verify the chain with the database's function, and optionally recompute it in Python and
-    compare it with the signed checkpoints in `checkpoints` (a file or `SCHEME:TARGET`)."""
+    """Verify the chain with the database's function and the convention receipts against their
+    signatures and anchors (`public_key`, else the installation key file, is the key they must
+    carry), and optionally recompute the chain in Python and compare it with the signed
+    checkpoints in `checkpoints` (a file or `SCHEME:TARGET`)."""
     database = verify_store(store, tenant)
+    with _connection(store, tenant) as conn:
+        found_receipts = audit_receipts(conn, tenant, lambda: _receipt_key(store, public_key))
     found_independent = found_checkpoints = None
     if independent:
         with _connection(store, tenant) as conn:
@@ -74,7 +94,7 @@ def audit_chain(store, tenant: str | None = None, *, independent: bool = False, 
         with _connection(store, tenant) as conn:
             found_checkpoints = check_checkpoints(conn, open_sink(checkpoints).read(), trusted_key=trusted,
                                                   tenant=tenant)
-    return ChainAudit(database, found_independent, found_checkpoints)
+    return ChainAudit(database, found_independent, found_checkpoints, found_receipts)
 
 
 @dataclass(frozen=True)

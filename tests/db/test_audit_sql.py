@@ -195,7 +195,8 @@ def test_view_and_function_definitions(database):
             "select c.relname, c.reloptions from pg_class c where c.relnamespace = 'pymem'::regnamespace"
             " and c.relkind = 'v' order by 1").fetchall())
         assert views == {"audit_refusals": ["security_invoker=true"], "memory_history": ["security_barrier=true"],
-                         "audit_injections": ["security_invoker=true"], "memory_injections": ["security_invoker=true"]}
+                         "audit_injections": ["security_invoker=true"], "memory_injections": ["security_invoker=true"],
+                         "lessons": ["security_invoker=true"], "conventions": ["security_invoker=true"]}
         owners = conn.execute(
             "select distinct c.relowner::regrole::text from pg_class c where c.relnamespace = 'pymem'::regnamespace"
             " and c.relkind = 'v'").fetchall()
@@ -219,3 +220,8 @@ def test_view_and_function_definitions(database):
                 assert conn.execute("select has_table_privilege(%s, %s, 'select'),"
                                     " has_table_privilege(%s, %s, 'insert')",
                                     (role, f"pymem.{view}", role, f"pymem.{view}")).fetchone() == (True, False)
+        # lessons and rules are content: the app reads them under its own policies, the auditor not at all
+        for view in ("lessons", "conventions"):
+            assert conn.execute("select has_table_privilege('pymem_app', %s, 'select'),"
+                                " has_table_privilege('pymem_auditor', %s, 'select')",
+                                (f"pymem.{view}", f"pymem.{view}")).fetchone() == (True, False)

@@ -83,6 +83,20 @@ APP_FORBIDDEN = [
     ("read bindings", "select * from pymem.login_bindings"),
     ("binding log", "delete from pymem.binding_log"),
     ("store_info", "update pymem.store_info set embedding_dim = 3"),
+    # convention receipts and their endings are appended, never changed; the installation key is
+    # registered through its definer function only
+    ("update receipt", "update pymem.convention_receipts set rule_text = 'x'"),
+    ("delete receipt", "delete from pymem.convention_receipts"),
+    ("truncate receipts", "truncate pymem.convention_receipts"),
+    ("update ending", "update pymem.convention_endings set reason = 'x'"),
+    ("delete ending", "delete from pymem.convention_endings"),
+    ("insert key", "insert into pymem.signing_keys (public_key) values (repeat('a', 64))"),
+    ("swap key", "update pymem.signing_keys set public_key = repeat('b', 64)"),
+    ("delete key", "delete from pymem.signing_keys"),
+    ("receipt time", "insert into pymem.convention_receipts (tenant_id, id, version, subject, rule_text, rule_sha256,"
+                     " base_commit, assertion, lesson_id, public_key, signature, receipt_sha256, filed_at) values"
+                     " ('acme', 'x', 1, 's', 'r', '\\x00', repeat('a', 40), 'a', 'l', repeat('a', 64), '\\x00',"
+                     " '\\x00', now())"),
 ]
 
 
@@ -203,7 +217,7 @@ def test_superuser_cannot_update_or_delete_the_ledger(seeded, replica):
 
 # SECURITY DEFINER functions run with the owner's rights: the app may call only these.
 APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "purge_idempotency_keys",
-                       "_login_binding", "record_injection", "erase_memory", "erase_session"}
+                       "_login_binding", "record_injection", "erase_memory", "erase_session", "register_signing_key"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):
@@ -242,7 +256,8 @@ def test_tables_are_owned_by_the_owner_role_with_forced_rls(database):
             " and c.relname <> 'alembic_version' order by 1").fetchall()
     owners = {r[0]: r[1] for r in rows}
     assert set(owners.values()) == {"pymem_owner"}, owners
-    tenant_tables = {"memories", "ledger", "chain_heads", "idempotency_keys"}
+    tenant_tables = {"memories", "ledger", "chain_heads", "idempotency_keys", "sessions", "convention_receipts",
+                     "convention_endings"}
     for name, _, rls, force in rows:
         if name in tenant_tables:
             assert rls and force, name

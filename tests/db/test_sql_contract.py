@@ -111,8 +111,35 @@ def test_the_hot_tag_is_the_one_the_schema_watches(admin):
 
 # -- the ledger's events ------------------------------------------------------------------------
 
-def test_the_ledger_records_exactly_the_python_event_names(store, database):
+def test_the_ledger_records_exactly_the_python_event_names(database, tmp_path):
+    from helpers.lessons import keyed_store
+
+    store = keyed_store(database, tmp_path)
+    try:
+        _every_event(store)
+    finally:
+        store.close()
+    with database.admin() as conn:
+        events = {r[0] for r in conn.execute("select distinct event from pymem.ledger").fetchall()}
+        check = check_of(conn, "pymem.ledger", "event")
+    assert events == set(vocabulary.EVENTS)
+    pattern = re.search(r"'(\^.*\$)'", check).group(1)
+    assert all(re.match(pattern, e) for e in vocabulary.EVENTS), (pattern, vocabulary.EVENTS)
+
+
+def _every_event(store) -> None:
+    from pymem import file_review_correction, retire_convention
+    from helpers.lessons import GATE
+
     mem = store.bind(Context(tenant="acme"))
+    for commit in ("1" * 40, "2" * 40):  # convention.filed, then convention.confirmed
+        rule = file_review_correction(mem, "Indent recipes with tabs", "Makefile", commit, "make lint", **GATE).receipt
+    retire_convention(mem, rule.id)  # convention.retired
+    other = file_review_correction(mem, "Name migrations by number", "sql/migrations/*.sql", "3" * 40, "pytest",
+                                   "test_numbering", **GATE).receipt
+    with store.transaction(mem.ctx) as conn:  # convention.expired
+        conn.execute("insert into pymem.convention_endings (tenant_id, receipt_id, status, reason, head_commit)"
+                     " values ('acme', %s, 'expired', 'gone', repeat('4', 40))", (other.id,))
     vec = [1.0] + [0.0] * (store.embedding_dim - 1)
     mem.add([{"id": "a", "content": "x", "embedding": vec}, {"id": "b", "content": "y"}, {"id": "c", "content": "z"},
              {"id": "h", "content": "hot", "tags": ["hot"]}, {"id": "e", "content": "gone"}])
@@ -130,12 +157,30 @@ def test_the_ledger_records_exactly_the_python_event_names(store, database):
         conn.execute("update pymem.memories set content = null, record = null, erased_at = now() where id = 'c'")
         conn.execute("select * from pymem.delete_memories(array['a'])")
         conn.execute(queries.query("record_refusal"), ("unproven", None, "refused", None, "sha256:" + "0" * 64, None))
-    with database.admin() as conn:
-        events = {r[0] for r in conn.execute("select distinct event from pymem.ledger").fetchall()}
-        check = check_of(conn, "pymem.ledger", "event")
-    assert events == set(vocabulary.EVENTS)
-    pattern = re.search(r"'(\^.*\$)'", check).group(1)
-    assert all(re.match(pattern, e) for e in vocabulary.EVENTS), (pattern, vocabulary.EVENTS)
+
+
+# -- lessons and facts ------------------------------------------------------------------------------
+
+def test_the_lesson_half_lives_are_the_python_table(admin):
+    body = source_of(admin, "pymem.lesson_half_life(text)")
+    listed = dict(re.findall(r"when '([a-z_]+)' then interval '(\d+) days'", body))
+    assert {t: int(d) for t, d in listed.items()} == dict(vocabulary.LESSON_HALF_LIVES)
+    for memory_type, days in vocabulary.LESSON_HALF_LIVES.items():
+        got = admin.execute("select extract(epoch from pymem.lesson_half_life(%s))::bigint", (memory_type,)).fetchone()[0]
+        assert got == days * 86400
+
+
+def test_the_kinds_are_the_ones_the_schema_names(admin):
+    lessons_view = admin.execute("select pg_get_viewdef('pymem.lessons'::regclass)").fetchone()[0]
+    assert f"'{vocabulary.LESSON_KIND}'::text" in lessons_view
+    trigger = admin.execute("select pg_get_triggerdef(oid) from pg_trigger where tgname = 'memories_fact_notify'"
+                            ).fetchone()[0]
+    assert f"'{vocabulary.FACT_KIND}'::text" in trigger
+    index = admin.execute("select indexdef from pg_indexes where indexname = 'memories_tenant_kind'").fetchone()[0]
+    assert f"'{vocabulary.LESSON_KIND}'" in index and f"'{vocabulary.FACT_KIND}'" in index
+    assert f"m.kind = '{vocabulary.LESSON_KIND}'" in source_of(
+        admin, "pymem.record_injection(text, integer, text[], text[], text[], text, integer, integer, integer, text, "
+               "text, text, text[])")
 
 
 # -- limits -------------------------------------------------------------------------------------
@@ -186,6 +231,12 @@ def test_audit_values_are_the_views(admin):
     assert fields(HistoryEvent) == attributes(admin, "pymem.memory_history")
     assert fields(Injection) == attributes(admin, "pymem.audit_injections")
     assert fields(MemoryInjection) == attributes(admin, "pymem.memory_injections")
+
+
+def test_convention_is_the_view(admin):
+    from pymem import Convention
+
+    assert fields(Convention) == attributes(admin, "pymem.conventions")
 
 
 def test_session_row_is_the_table(admin):

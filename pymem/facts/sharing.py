@@ -1,0 +1,228 @@
+"""Facts shared between the tasks of a run: publish, subscribe, and follow.
+
+A fact is a memory of kind 'shared_fact': a tag, a key and a text value, published by a task of a
+run (`scope="run"`, visible to subscribers naming that run) or for the whole tenant
+(`scope="tenant"`). It is written through the one write path with the context's adapter (which
+Postgres enforces) and chained like any memory; its `content_hash` is the memory's, computed by
+the database. Facts carry no embedding, so they never turn up in recall or a delivery: they
+reach an agent only through `subscribe`.
+
+`subscribe(tag, scope, read_only_from_adapters=...)` returns the facts, oldest first, read under
+row-level security: tenant and scope as for every memory, and the read allow-list of the context
+narrowed by `read_only_from_adapters` (a strict allow-list: untagged rows are excluded when a
+list is given, and an empty list returns nothing). `follow` streams facts as they are published
+(Postgres LISTEN/NOTIFY on a connection of its own, no polling): a notification carries the new
+fact's id only, and the stream reads that id under its own context, so a notification can never
+hand it a fact its context could not read (another tenant's, another scope's, an adapter outside
+its allow-list).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from .. import db, queries
+from ..context import Context
+from ..errors import InvalidArguments
+from ..vocabulary import FACT_KIND, FACT_SCOPES, MAX_NAME, MAX_TAG, is_plain_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..storage.memories import Memories
+
+__all__ = ["Fact", "FactStream", "publish", "subscribe", "follow"]
+
+#: What facts' provenance says: a task's output, shared as it was published.
+ORIGIN = "model_inferred"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One published fact, as a subscriber reads it."""
+
+    id: str
+    tag: str
+    key: str
+    value: str
+    scope: str
+    run_id: str | None
+    producer_task: str | None
+    source_adapter: str | None
+    content_hash: str  # hex sha256, the memory's content_hash (computed by the database)
+    published_at: _dt.datetime
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Fact":
+        record = row["record"] if isinstance(row["record"], Mapping) else {}
+        return cls(id=row["id"], tag=str(record.get("tag", "")), key=str(record.get("key", "")),
+                   value=row["content"] or "", scope=str(record.get("reach", "")), run_id=record.get("run_id"),
+                   producer_task=record.get("producer_task"), source_adapter=row["source_adapter"],
+                   content_hash=bytes(row["content_hash"]).hex(), published_at=row["created_at"])
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["published_at"] = self.published_at.isoformat()
+        return out
+
+
+def _name(value: Any, what: str, limit: int, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > limit or not is_plain_text(value):
+        raise InvalidArguments(f"{what} must be 1 to {limit} characters without control or format characters")
+    return value
+
+
+def _check_scope(scope: Any, run_id: Any) -> tuple[str, str | None]:
+    if scope not in FACT_SCOPES:
+        raise InvalidArguments(f"a fact's scope must be one of {', '.join(FACT_SCOPES)}")
+    run_id = _name(run_id, "run id", MAX_NAME, required=scope == "run")
+    return scope, run_id
+
+
+def _reader(ctx: Context, read_only_from_adapters: Sequence[str] | None) -> Context:
+    """The context narrowed by an allow-list: only adapters both allow (a list never widens one)."""
+    if read_only_from_adapters is None:
+        return ctx
+    if isinstance(read_only_from_adapters, (str, bytes)) or not isinstance(read_only_from_adapters, Sequence):
+        raise InvalidArguments("read_only_from_adapters must be a list of adapter names (or None for no filter)")
+    wanted = [_name(a, "adapter", MAX_NAME) for a in read_only_from_adapters]
+    if ctx.read_adapters is not None:
+        wanted = [a for a in wanted if a in ctx.read_adapters]
+    return dataclasses.replace(ctx, read_adapters=tuple(dict.fromkeys(wanted)))
+
+
+def publish(memories: "Memories", tag: str, key: str, value: str, scope: str = "run", *, run_id: str | None = None,
+            producer_task: str | None = None, conn: psycopg.Connection | None = None) -> Fact:
+    """Publish a fact for the tasks of `run_id` (`scope="run"`, the default) or the whole tenant
+    (`scope="tenant"`). Its adapter is the context's; its content hash the database's."""
+    tag = _name(tag, "tag", MAX_TAG)
+    key = _name(key, "key", MAX_NAME)
+    if not isinstance(value, str):
+        raise InvalidArguments(f"a fact's value must be text, not {type(value).__name__}")
+    scope, run_id = _check_scope(scope, run_id)
+    producer_task = _name(producer_task, "producer task", MAX_NAME, required=False)
+    ctx = memories.ctx
+    record = {"content": value, "tag": tag, "key": key, "reach": scope}
+    provenance: dict[str, Any] = {"origin": ORIGIN, "source": "facts"}
+    if run_id is not None:
+        record["run_id"] = run_id
+        provenance["run_id"] = run_id
+    if producer_task is not None:
+        record["producer_task"] = producer_task
+    if ctx.adapter is not None:
+        provenance["adapter"] = ctx.adapter
+    fact_id = str(uuid.uuid4())
+    with memories.store.transaction(ctx, conn) as c:
+        memories.add([{"id": fact_id, "kind": FACT_KIND, "content": value, "record": record, "tags": [tag],
+                       "origin": ORIGIN, "provenance": provenance}], conn=c)
+        # read back for the database's content hash, even when the context's own allow-list
+        # would hide its own adapter's rows
+        with memories.store.transaction(dataclasses.replace(ctx, read_adapters=None), c) as own:
+            found = _read(own, ctx.tenant, tag, scope, run_id, [fact_id])
+    return found[0]
+
+
+def _read(conn: psycopg.Connection, tenant: str, tag: str, scope: str, run_id: str | None,
+          ids: list[str] | None) -> list[Fact]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(queries.query("shared_facts"), (tenant, tag, scope, run_id, ids, ids))
+        return [Fact.from_row(r) for r in cur.fetchall()]
+
+
+def subscribe(memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+              read_only_from_adapters: Sequence[str] | None = None,
+              conn: psycopg.Connection | None = None) -> list[Fact]:
+    """The facts tagged `tag` of run `run_id` (or tenant-wide ones, `scope="tenant"`) that this
+    context may read, oldest first; with `read_only_from_adapters`, only those its adapters
+    published (untagged facts excluded; an empty list returns nothing)."""
+    tag = _name(tag, "tag", MAX_TAG)
+    scope, run_id = _check_scope(scope, run_id)
+    ctx = _reader(memories.ctx, read_only_from_adapters)
+    with memories.store.transaction(ctx, conn) as c:
+        return _read(c, ctx.tenant, tag, scope, run_id, None)
+
+
+class FactStream:
+    """Facts as they are published, on a connection of its own that LISTENs on the tenant's
+    channel. Iterate (ends after `timeout` seconds without a new fact; None = never), or call
+    `next(timeout)`; `close()` it, or use it as a context manager. `notifications` counts what
+    arrived, `ignored` what was not a fact this context may read."""
+
+    def __init__(self, memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+                 read_only_from_adapters: Sequence[str] | None = None, existing: bool = True,
+                 timeout: float | None = None):
+        self.tag = _name(tag, "tag", MAX_TAG)
+        self.scope, self.run_id = _check_scope(scope, run_id)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+            raise InvalidArguments("timeout must be a number of seconds >= 0 (or None)")
+        self.timeout = timeout
+        self.ctx = _reader(memories.ctx, read_only_from_adapters)
+        self.notifications = 0
+        self.ignored = 0
+        # Not a pooled connection: the pool resets connections on return (UNLISTEN *).
+        self._conn = db.connect(memories.store.endpoints.app, autocommit=True)
+        try:
+            with db.translate_errors():
+                channel = self._conn.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone()[0]
+                self._conn.execute(queries.template("listen", channel=sql.Identifier(channel)))
+            # read after LISTEN: a fact published in between is read here and announced too
+            self._pending = self._fetch(None) if existing else []
+        except Exception:
+            self._conn.close()
+            raise
+        self._seen = {f.id for f in self._pending}
+
+    def _fetch(self, ids: list[str] | None) -> list[Fact]:
+        with db.transaction(self._conn, self.ctx) as c:
+            return _read(c, self.ctx.tenant, self.tag, self.scope, self.run_id, ids)
+
+    def next(self, timeout: float | None = None) -> Fact | None:
+        """The next fact (already published ones first), or None after `timeout` seconds without one."""
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        while not self._pending:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # consumed whole before any query: the generator holds the connection while it runs
+            arrived = list(self._conn.notifies(timeout=remaining, stop_after=1))
+            if not arrived:
+                return None
+            self.notifications += len(arrived)
+            ids = list(dict.fromkeys(n.payload for n in arrived if n.payload not in self._seen))
+            found = [f for f in self._fetch(ids) if f.id not in self._seen] if ids else []
+            self.ignored += len(arrived) - len(found)
+            self._seen.update(f.id for f in found)
+            self._pending.extend(found)
+        return self._pending.pop(0)
+
+    def __iter__(self) -> Iterator[Fact]:
+        while True:
+            fact = self.next(self.timeout)
+            if fact is None:
+                return
+            yield fact
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "FactStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def follow(memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+           read_only_from_adapters: Sequence[str] | None = None, existing: bool = True,
+           timeout: float | None = None) -> FactStream:
+    """A FactStream: `subscribe`'s facts (unless `existing=False`), then each new one as it is
+    published, read under this context and allow-list."""
+    return FactStream(memories, tag, scope, run_id=run_id, read_only_from_adapters=read_only_from_adapters,
+                      existing=existing, timeout=timeout)
