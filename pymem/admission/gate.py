@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
     from ..storage.store import Store
 
-__all__ = ["admit", "bind_provenance", "NOT_AUDITED"]
+__all__ = ["admit", "judge_or_refuse", "bind_provenance", "NOT_AUDITED"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,17 @@ def _embedding_for(store: "Store", content: str | None, embedder: Embedder | Non
     return embedder.embed([content])[0]
 
 
+def judge_or_refuse(memories: "Memories", record: Mapping[str, Any], provenance: Provenance,
+                    policy: AdmissionPolicy, *, conn: psycopg.Connection | None = None) -> Decision:
+    """The gate's decision on `record`: returned when admitted; when refused, the refusal is
+    audited first (see the module docstring) and MemoryAdmissionError is raised. For writers
+    that build their own rows (admit, the LangGraph store) from an admitted decision."""
+    decision = judge(record, provenance, policy)
+    if not decision.admitted:
+        raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
+    return decision
+
+
 def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
           policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
           conn: psycopg.Connection | None = None) -> dict[str, Any]:
@@ -139,9 +150,7 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
     if not isinstance(policy, AdmissionPolicy):
         raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
 
-    decision = judge(record, provenance, policy)
-    if not decision.admitted:
-        raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
+    judge_or_refuse(memories, record, provenance, policy, conn=conn)
 
     out = admitted_record(record, provenance, policy)
     vector = first_present(out, VECTOR_KEYS)
