@@ -44,29 +44,21 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     Example: pymem bench --rows 20000 --queries 50
     """
     if langgraph:
-        from ..tools.langgraph_bench import LangGraphBenchConfig
-        from ..tools.langgraph_bench import format_report as format_langgraph
-        from ..tools.langgraph_bench import run as run_langgraph
+        from ..tools import langgraph_bench as tool
 
-        lg_config = LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
-                                         database=database or "pymem_bench_langgraph", keep=keep)
-        with open_store() as store:
-            report = run_langgraph(store, lg_config, progress=lambda message: stderr(f"bench: {message}"))
-        if as_json:
-            echo_json(report)
-        else:
-            click.echo(format_langgraph(report))
-        return
-    from ..tools.bench import BenchConfig, format_report, run
+        config = tool.LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
+                                           database=database or "pymem_bench_langgraph", keep=keep)
+    else:
+        from ..tools import bench as tool
 
-    config = BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
-                         database=database or "pymem_bench", keep=keep)
+        config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
+                                  database=database or "pymem_bench", keep=keep)
     with open_store() as store:
-        report = run(store, config, progress=lambda message: stderr(f"bench: {message}"))
+        report = tool.run(store, config, progress=lambda message: stderr(f"bench: {message}"))
     if as_json:
         echo_json(report)
     else:
-        click.echo(format_report(report))
+        click.echo(tool.format_report(report))
 
 
 def register(main: click.Group) -> None:

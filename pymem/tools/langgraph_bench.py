@@ -31,14 +31,10 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import psycopg
 from pgvector import Vector
-from pgvector.psycopg import register_vector
 
-from .. import migrate
 from ..context import Context
-from ..errors import InvalidArguments
-from .bench import _Data, with_database
+from .bench import BenchConfig, _Data, scratch_database, server_facts
 
 SHARES = (("0.1%", "share-0_1", 0.001), ("1%", "share-1", 0.01), ("10%", "share-10", 0.1), ("50%", "share-50", 0.5))
 VARIANTS = ("PymemStore", "PostgresStore", "PostgresStore iterative")
@@ -58,14 +54,7 @@ class LangGraphBenchConfig:
     keep: bool = False
 
     def check(self) -> None:
-        if not 1_000 <= self.rows <= 10_000_000:
-            raise InvalidArguments("--rows must be between 1,000 and 10,000,000")
-        if not 2 <= self.dims <= 2_000:
-            raise InvalidArguments("--dims must be between 2 and 2,000 (HNSW's limit for vector)")
-        if not 1 <= self.queries <= 10_000 or not 1 <= self.top_k <= 1_000:
-            raise InvalidArguments("--queries must be 1..10,000 and --top-k 1..1,000")
-        if not self.database.replace("_", "").isalnum():
-            raise InvalidArguments("the bench database name must be letters, digits and underscores")
+        BenchConfig.check(self)  # the same bounds on rows, dims, queries, top_k and the database name
 
 
 class _Vectors:
@@ -95,48 +84,26 @@ def run(store, config: LangGraphBenchConfig, progress: Callable[[str], None] = l
     from langgraph.store.postgres import PostgresStore
 
     from ..langgraph import PymemStore
-    from ..storage.endpoints import Endpoints
-    from ..storage.store import Store
 
     config.check()
-    admin_dsn = with_database(store.endpoints.admin, config.database)
-    app_dsn = with_database(store.endpoints.app, config.database)
     started = time.perf_counter()
     report: dict[str, Any] = {"config": dataclasses.asdict(config)}
-    with psycopg.connect(store.endpoints.admin, autocommit=True) as conn:
-        progress(f"creating database {config.database}")
-        conn.execute(f'drop database if exists "{config.database}" with (force)')
-        conn.execute(f'create database "{config.database}"')
-    bench_store = None
-    try:
-        migrate.upgrade(admin_dsn, embedding_dim=config.dims)
-        admin = psycopg.connect(admin_dsn, autocommit=True)
-        register_vector(admin)
-        settings = dataclasses.replace(store.settings, embedding_dim=config.dims)
-        bench_store = Store(Endpoints(app=app_dsn, admin=admin_dsn), settings, pool_size=2)
+    with scratch_database(store, config, progress) as scratch:
+        admin = scratch.admin
         vectors = _Vectors()
         index = {"dims": config.dims, "embed": vectors.embed, "fields": ["text"]}
-        mem = bench_store.bind(Context(tenant="app", actor="bench"))
-        pymem_store = PymemStore(mem, index=index)
-        with PostgresStore.from_conn_string(admin_dsn, index={**index, "distance_type": "cosine"}) as pg_store:
+        pymem_store = PymemStore(scratch.store.bind(Context(tenant="app", actor="bench")), index=index)
+        pg_index = {**index, "distance_type": "cosine"}
+        with PostgresStore.from_conn_string(scratch.admin_dsn, index=pg_index) as pg_store:
             pg_store.setup()
             layout = _namespaces(config.rows)
             report["namespaces"] = {"/".join(ns): n for ns, n, _ in layout}
             report["load"] = _load(admin, pymem_store, pg_store, vectors, layout, config, progress)
-            server = admin.execute("select current_setting('server_version'), current_setting('shared_buffers'),"
-                                   " (select extversion from pg_extension where extname = 'vector')").fetchone()
-            report["server"] = {"postgres": server[0], "shared_buffers": server[1], "pgvector": server[2]}
-            with PostgresStore.from_conn_string(admin_dsn, index={**index, "distance_type": "cosine"}) as iterative:
+            report["server"] = server_facts(admin)
+            with PostgresStore.from_conn_string(scratch.admin_dsn, index=pg_index) as iterative:
                 iterative.conn.execute("set hnsw.iterative_scan = relaxed_order")
                 stores = {"PymemStore": pymem_store, "PostgresStore": pg_store, "PostgresStore iterative": iterative}
                 report["search"] = _search(admin, stores, vectors, layout, config, progress)
-        admin.close()
-    finally:
-        if bench_store is not None:
-            bench_store.close()
-        if not config.keep:
-            with psycopg.connect(store.endpoints.admin, autocommit=True) as conn:
-                conn.execute(f'drop database if exists "{config.database}" with (force)')
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
 
