@@ -98,20 +98,20 @@ def run(store, config: LangGraphBenchConfig, progress: Callable[[str], None] = l
             pg_store.setup()
             layout = _namespaces(config.rows)
             report["namespaces"] = {"/".join(ns): n for ns, n, _ in layout}
-            report["load"] = _load(admin, pymem_store, pg_store, vectors, layout, config, progress)
+            data = _Data(config.dims, config.clusters, config.seed)  # the items, then queries like them
+            report["load"] = _load(admin, pymem_store, pg_store, vectors, data, layout, config, progress)
             report["server"] = server_facts(admin)
             with PostgresStore.from_conn_string(scratch.admin_dsn, index=pg_index) as iterative:
                 iterative.conn.execute("set hnsw.iterative_scan = relaxed_order")
                 stores = {"PymemStore": pymem_store, "PostgresStore": pg_store, "PostgresStore iterative": iterative}
-                report["search"] = _search(admin, stores, vectors, layout, config, progress)
+                report["search"] = _search(admin, stores, vectors, data, layout, config, progress)
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
 
 
-def _load(admin, pymem_store, pg_store, vectors: _Vectors, layout, config, progress) -> dict[str, Any]:
+def _load(admin, pymem_store, pg_store, vectors: _Vectors, data: _Data, layout, config, progress) -> dict[str, Any]:
     from langgraph.store.base import PutOp
 
-    data = _Data(config.dims, config.clusters, config.seed)
     hnsw = {
         "pymem": admin.execute("select indexdef from pg_indexes where schemaname = 'pymem'"
                                " and indexname = 'memories_embedding_hnsw'").fetchone()[0],
@@ -168,8 +168,8 @@ def _exact(admin, namespace: tuple[str, ...], vector: list[float], k: int) -> li
     return [r[0] for r in rows]
 
 
-def _search(admin, stores: dict[str, Any], vectors: _Vectors, layout, config, progress) -> list[dict[str, Any]]:
-    data = _Data(config.dims, config.clusters, config.seed + 1)
+def _search(admin, stores: dict[str, Any], vectors: _Vectors, data: _Data, layout, config,
+            progress) -> list[dict[str, Any]]:
     k = config.top_k
     results = []
     for namespace, n, label in layout:
