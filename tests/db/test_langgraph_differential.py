@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from helpers.langgraph import cosine, index, text_vector
+from helpers.graph_store import cosine, index, text_vector
 from pymem.context import Context
 from pymem.langgraph import PymemStore
 

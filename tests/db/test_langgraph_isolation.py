@@ -9,7 +9,7 @@ import threading
 
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from helpers.langgraph import index
+from helpers.graph_store import index
 from pymem import Context
 from pymem.langgraph import PymemStore
 

@@ -9,7 +9,7 @@ import math
 import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from helpers.langgraph import DIM, index
+from helpers.graph_store import DIM, index
 from pymem import AdmissionPolicy, Context, history, refusals
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.langgraph import PymemStore

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 
 DIM = 384
 
 
 def text_vector(text: str, dim: int = DIM) -> list[float]:
-    """A unit vector drawn from a generator seeded by the text: equal texts give equal vectors,
-    different texts almost never tie in cosine."""
-    rng = random.Random(hashlib.sha256(text.encode("utf-8")).digest())
-    v = [rng.gauss(0.0, 1.0) for _ in range(dim)]
+    """A unit vector spun from the text's digests: equal texts give equal vectors, different
+    texts almost never tie in cosine."""
+    stream = b""
+    block = 0
+    while len(stream) < 2 * dim:
+        stream += hashlib.sha256(f"{block}:{text}".encode("utf-8")).digest()
+        block += 1
+    v = [int.from_bytes(stream[2 * i:2 * i + 2], "big") / 32767.5 - 1.0 for i in range(dim)]
     norm = math.sqrt(math.fsum(x * x for x in v))
     return [x / norm for x in v]
 
