@@ -111,6 +111,21 @@ on conflict (tenant_id, id) do update
        injection_source = excluded.injection_source, source_adapter = excluded.source_adapter
 returning m.id, m.revision
 
+-- name: replace_memories --
+-- Insert or replace whole memory rows, one VALUES row per memory; every column a row determines is replaced
+insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
+                                 confidence, origin, source_adapter, provenance, injection_source,
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s)
+on conflict (tenant_id, id) do update
+   set scope = excluded.scope, kind = excluded.kind, content = excluded.content, record = excluded.record,
+       embedding = excluded.embedding, tags = excluded.tags, importance = excluded.importance,
+       confidence = excluded.confidence, origin = excluded.origin, source_adapter = excluded.source_adapter,
+       provenance = excluded.provenance, injection_source = excluded.injection_source,
+       policy_fingerprint = excluded.policy_fingerprint, valid_from = excluded.valid_from,
+       invalidated_at = excluded.invalidated_at, superseded_by = excluded.superseded_by
+returning m.id, m.revision
+
 -- name: current_revisions --
 -- Revisions of the context tenant's live memories with these ids (%s tenant, %s ids)
 select id, revision from pymem.memories where tenant_id = %s and id = any(%s) and erased_at is null
@@ -187,6 +202,73 @@ select * from pymem.search(p_query => %s, p_top_k => %s, p_scope_filter => %s, p
 select * from pymem.search_as(p_tenant => %s, p_actor => %s, p_adapter => %s, p_scope => %s,
                               p_read_adapters => %s, p_query => %s, p_top_k => %s, p_scope_filter => %s,
                               p_include_superseded => %s, p_with_vectors => %s, p_plan => %s)
+
+-- ============================================================================================
+-- the LangGraph store (pymem/langgraph): items are memories whose scope holds their namespace
+-- ============================================================================================
+-- A LangGraph filter arrives as a jsonb array of conditions {"path": [...], "op": ..., "value": ...}
+-- on the item's value (pymem/langgraph/filters.py), so each statement keeps one fixed shape. A
+-- missing field reads as JSON null, as in LangGraph's in-memory store; range operators compare
+-- numbers as numbers and strings by code point, and any other pair of types never matches.
+
+-- name: langgraph_write_state --
+-- The database clock, and the items among these ids (%s tenant, %s ids) with the creation time and ranks they keep
+select clock_timestamp() as now, m.id, m.record -> 'created_at' as created_at, m.record -> 'rank' as rank,
+       m.record -> 'ns_rank' as ns_rank
+  from (select 1) one
+  left join pymem.memories m on m.tenant_id = %s and m.id = any(%s) and m.erased_at is null
+
+-- name: langgraph_namespace_rank --
+-- The rank of a namespace that still holds an item (%s tenant, %s the namespace's exact scope), if any
+select m.record -> 'ns_rank' from pymem.memories m
+ where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+ limit 1
+
+-- name: langgraph_items --
+-- Items under a namespace scope that match a filter: by cosine distance to a query vector (NULL: none), then in the order they were first put (query, tenant, scope, filter twice, which: all/embedded/unembedded, limit, offset)
+select d.record, 1 - d.distance as score
+  from (select m.id, m.record, m.embedding <=> %s::vector as distance
+          from pymem.memories m
+         where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+           and (%s::jsonb = '[]'::jsonb or not exists (
+                 select 1
+                   from jsonb_array_elements(%s::jsonb) as c(cond)
+                   cross join lateral (
+                     select coalesce(m.record -> 'value' #> array(select jsonb_array_elements_text(c.cond -> 'path')),
+                                     'null'::jsonb) as x,
+                            c.cond -> 'value' as v) t
+                  where not coalesce(case c.cond ->> 'op'
+                          when 'eq' then t.x = t.v
+                          when 'ne' then t.x <> t.v
+                          when 'object' then jsonb_typeof(t.x) = 'object'
+                          when 'array' then case when jsonb_typeof(t.x) = 'array'
+                                                 then jsonb_array_length(t.x) = (t.v)::integer end
+                          else case jsonb_typeof(t.x) || '/' || jsonb_typeof(t.v)
+                                 when 'number/number' then case c.cond ->> 'op'
+                                   when 'gt' then (t.x)::numeric > (t.v)::numeric
+                                   when 'gte' then (t.x)::numeric >= (t.v)::numeric
+                                   when 'lt' then (t.x)::numeric < (t.v)::numeric
+                                   when 'lte' then (t.x)::numeric <= (t.v)::numeric end
+                                 when 'string/string' then case c.cond ->> 'op'
+                                   when 'gt' then (t.x #>> '{}') collate "C" > (t.v #>> '{}') collate "C"
+                                   when 'gte' then (t.x #>> '{}') collate "C" >= (t.v #>> '{}') collate "C"
+                                   when 'lt' then (t.x #>> '{}') collate "C" < (t.v #>> '{}') collate "C"
+                                   when 'lte' then (t.x #>> '{}') collate "C" <= (t.v #>> '{}') collate "C" end
+                               end
+                        end, false)))
+           and case %s::text when 'embedded' then m.embedding is not null
+                             when 'unembedded' then m.embedding is null
+                             else true end
+        offset 0) d  -- offset 0: every distance computed, never an HNSW scan that could come back short
+ where d.distance is null or d.distance <> 'NaN'::double precision
+ order by d.distance, (d.record ->> 'ns_rank')::numeric, (d.record ->> 'rank')::numeric, d.id
+ limit %s offset %s
+
+-- name: langgraph_namespaces --
+-- The distinct namespaces of the items under a namespace scope (%s tenant, %s scope)
+select distinct m.record -> 'namespace'
+  from pymem.memories m
+ where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
 
 -- ============================================================================================
 -- admission and integrity

@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
     from ..storage.store import Store
 
-__all__ = ["admit", "screen", "Screened", "bind_provenance", "audited_refusal", "NOT_AUDITED"]
+__all__ = ["admit", "screen", "Screened", "judge_or_refuse", "bind_provenance", "audited_refusal", "NOT_AUDITED"]
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +154,19 @@ def _embedding_for(store: "Store", content: str | None, embedder: Embedder | Non
     return embedder.embed([content])[0]
 
 
+def judge_or_refuse(memories: "Memories", record: Mapping[str, Any], provenance: Provenance,
+                    policy: AdmissionPolicy, *, conn: psycopg.Connection | None = None) -> Decision:
+    """The gate's decision on `record`: returned when admitted; when refused, the refusal is
+    audited first (see the module docstring) and MemoryAdmissionError is raised. For writers
+    that build their own rows (screen, the LangGraph store) from an admitted decision."""
+    if provenance.session_id is not None:
+        _check_session(memories, record, provenance, policy, conn)
+    decision = judge(record, provenance, policy)
+    if not decision.admitted:
+        raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
+    return decision
+
+
 @dataclass(frozen=True)
 class Screened:
     """A record the gate admitted, not yet written: `record` is what `admit` returns, `row` the
@@ -178,11 +191,7 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
     if not isinstance(policy, AdmissionPolicy):
         raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
 
-    if provenance.session_id is not None:
-        _check_session(memories, record, provenance, policy, conn)
-    decision = judge(record, provenance, policy)
-    if not decision.admitted:
-        raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
+    judge_or_refuse(memories, record, provenance, policy, conn=conn)
 
     out = admitted_record(record, provenance, policy)
     vector = first_present(out, VECTOR_KEYS)

@@ -11,18 +11,22 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @click.option("--rows", type=click.IntRange(1_000, 10_000_000), default=100_000, show_default=True,
               help="Rows in the synthetic data set.")
 @click.option("--dims", type=click.IntRange(2, 2_000), default=384, show_default=True, help="Vector dimensions.")
-@click.option("--queries", type=click.IntRange(1, 10_000), default=100, show_default=True,
-              help="Queries per tenant size and variant.")
+@click.option("--queries", type=click.IntRange(1, 10_000), default=None,
+              help="Queries per tenant (or namespace) size and variant [default: 100; 200 with --langgraph].")
 @click.option("--top-k", type=click.IntRange(1, 1_000), default=10, show_default=True)
 @click.option("--write-rows", type=click.IntRange(500, 1_000_000), default=None,
               help="Rows for the upsert-throughput test [default: 5 % of --rows, 1,000 to 5,000].")
-@click.option("--database", default="pymem_bench", show_default=True,
-              help="Scratch database to create (dropped and recreated) on the store's server.")
+@click.option("--database", default=None,
+              help="Scratch database to create (dropped and recreated) on the store's server "
+                   "[default: pymem_bench, or pymem_bench_langgraph with --langgraph].")
 @click.option("--keep", is_flag=True, help="Keep the scratch database afterwards.")
+@click.option("--langgraph", "langgraph", is_flag=True,
+              help="Instead: PymemStore against LangGraph's PostgresStore on the same items, in namespaces "
+                   "holding 0.1 %, 1 %, 10 % and 50 % of them (needs pip install 'pymem[test]').")
 @json_option
 @handle_errors
-def bench(rows: int, dims: int, queries: int, top_k: int, write_rows: int | None, database: str, keep: bool,
-          as_json: bool) -> None:
+def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
+          keep: bool, langgraph: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
@@ -32,18 +36,29 @@ def bench(rows: int, dims: int, queries: int, top_k: int, write_rows: int | None
     and verification entries/s. Needs the administrative connection (PYMEM_ADMIN_DSN, or the
     embedded server's) to create the database. Progress goes to standard error.
 
+    With --langgraph, the same rows become LangGraph items in one tenant, in namespaces of those
+    sizes, and it prints per namespace size, side by side, PymemStore, PostgresStore with default
+    settings and PostgresStore with iterative scans switched on: p50/p95, the share of searches
+    returning the full top_k and recall@k vs exact search.
+
     Example: pymem bench --rows 20000 --queries 50
     """
-    from ..tools.bench import BenchConfig, format_report, run
+    if langgraph:
+        from ..tools import langgraph_bench as tool
 
-    config = BenchConfig(rows=rows, dims=dims, queries=queries, top_k=top_k, write_rows=write_rows,
-                         database=database, keep=keep)
+        config = tool.LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
+                                           database=database or "pymem_bench_langgraph", keep=keep)
+    else:
+        from ..tools import bench as tool
+
+        config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
+                                  database=database or "pymem_bench", keep=keep)
     with open_store() as store:
-        report = run(store, config, progress=lambda message: stderr(f"bench: {message}"))
+        report = tool.run(store, config, progress=lambda message: stderr(f"bench: {message}"))
     if as_json:
         echo_json(report)
     else:
-        click.echo(format_report(report))
+        click.echo(tool.format_report(report))
 
 
 def register(main: click.Group) -> None:

@@ -145,11 +145,12 @@ def check_row(*, dim: int, max_content_bytes: int, default_scope: Mapping[str, s
 
 
 def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow], *,
-               replace: bool) -> dict[str, int]:
+               replace: bool, whole: bool = False) -> dict[str, int]:
     """Write checked rows on `conn` (whose transaction carries `ctx`): insert them, or with
-    `replace` upsert them (a chunk replaces what it determines; see sql/queries.sql). Returns
-    {id: revision} as written."""
-    name = "upsert_memories" if replace else "insert_memories"
+    `replace` upsert them (a chunk replaces what it determines; see sql/queries.sql), or with
+    `whole` as well replace every column the row determines (confidence, policy fingerprint,
+    kind, tags... : a writer that owns whole rows). Returns {id: revision} as written."""
+    name = ("replace_memories" if whole else "upsert_memories") if replace else "insert_memories"
     revisions: dict[str, int] = {}
     with conn.cursor() as cur:
         for start in range(0, len(rows), ROWS_PER_STATEMENT):

@@ -31,8 +31,9 @@ import dataclasses
 import random
 import statistics
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -148,51 +149,75 @@ def _tenant_sizes(rows: int) -> tuple[list[tuple[str, str, int]], list[tuple[str
     return queried, fillers
 
 
-def run(store, config: BenchConfig, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """Run the benchmark next to `store` (same server, its own database); returns the report."""
+@dataclass
+class Scratch:
+    """A migrated scratch database on the store's server: its DSNs, an administrative connection
+    (autocommit, pgvector registered) and a Store on it (pool of 2)."""
+
+    admin_dsn: str
+    app_dsn: str
+    admin: psycopg.Connection
+    store: Any
+
+
+@contextmanager
+def scratch_database(store, config: Any, progress: Callable[[str], None]) -> Iterator[Scratch]:
+    """Create `config.database` next to `store` (dropping any earlier one), migrate it at
+    `config.dims`, and drop it afterwards unless `config.keep`."""
     from ..storage.endpoints import Endpoints
     from ..storage.store import Store
 
-    config.check()
     admin_dsn = with_database(store.endpoints.admin, config.database)
     app_dsn = with_database(store.endpoints.app, config.database)
-    started = time.perf_counter()
-    report: dict[str, Any] = {"config": dataclasses.asdict(config) | {"write_rows": config.writes}}
-
     with psycopg.connect(store.endpoints.admin, autocommit=True) as conn:
         progress(f"creating database {config.database}")
         conn.execute(f'drop database if exists "{config.database}" with (force)')
         conn.execute(f'create database "{config.database}"')
-    bench_store = None
+    admin = bench_store = None
     try:
         migrate.upgrade(admin_dsn, embedding_dim=config.dims)
         admin = psycopg.connect(admin_dsn, autocommit=True)
         register_vector(admin)
+        settings = dataclasses.replace(store.settings, embedding_dim=config.dims)
+        bench_store = Store(Endpoints(app=app_dsn, admin=admin_dsn), settings, pool_size=2)
+        yield Scratch(admin_dsn, app_dsn, admin, bench_store)
+    finally:
+        if bench_store is not None:
+            bench_store.close()
+        if admin is not None:
+            admin.close()
+        if not config.keep:
+            with psycopg.connect(store.endpoints.admin, autocommit=True) as conn:
+                conn.execute(f'drop database if exists "{config.database}" with (force)')
+
+
+def server_facts(admin: psycopg.Connection) -> dict[str, str]:
+    row = admin.execute("select current_setting('server_version'), current_setting('shared_buffers'),"
+                        " (select extversion from pg_extension where extname = 'vector')").fetchone()
+    return {"postgres": row[0], "shared_buffers": row[1], "pgvector": row[2]}
+
+
+def run(store, config: BenchConfig, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """Run the benchmark next to `store` (same server, its own database); returns the report."""
+    config.check()
+    started = time.perf_counter()
+    report: dict[str, Any] = {"config": dataclasses.asdict(config) | {"write_rows": config.writes}}
+    with scratch_database(store, config, progress) as scratch:
+        admin, admin_dsn, bench_store = scratch.admin, scratch.admin_dsn, scratch.store
         admin.execute("drop index pymem.memories_embedding_hnsw")  # rebuilt after the load
         admin.execute("create schema bench_raw")
         admin.execute(f"create table bench_raw.items (tenant_id text not null, id text not null,"
                       f" embedding vector({config.dims}), record jsonb, primary key (tenant_id, id))")
-        settings = dataclasses.replace(store.settings, embedding_dim=config.dims)
-        bench_store = Store(Endpoints(app=app_dsn, admin=admin_dsn), settings, pool_size=2)
         data = _Data(config.dims, config.clusters, config.seed)
         queried, fillers = _tenant_sizes(config.rows)
         report["tenants"] = {t: n for t, _, n in queried} | dict(fillers)
         report["load"] = _load(bench_store, admin, admin_dsn, data, queried, fillers, config, progress)
-        server = admin.execute("select current_setting('server_version'), current_setting('shared_buffers'),"
-                               " (select extversion from pg_extension where extname = 'vector')").fetchone()
-        report["server"] = {"postgres": server[0], "shared_buffers": server[1], "pgvector": server[2]}
+        report["server"] = server_facts(admin)
         ef = admin.execute("select pymem._search_ef(%s)", (config.top_k,)).fetchone()[0]
         report["ef_search"] = ef
         report["search"] = _search(bench_store, admin_dsn, data, queried, config, ef, progress)
         report["upsert"] = _writes(bench_store, admin_dsn, data, config, progress)
         report["verify"] = _verify(admin, progress)
-        admin.close()
-    finally:
-        if bench_store is not None:
-            bench_store.close()
-        if not config.keep:
-            with psycopg.connect(store.endpoints.admin, autocommit=True) as conn:
-                conn.execute(f'drop database if exists "{config.database}" with (force)')
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
 
@@ -378,4 +403,4 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BenchConfig", "run", "format_report", "with_database"]
+__all__ = ["BenchConfig", "run", "format_report", "with_database", "scratch_database", "Scratch", "server_facts"]

@@ -26,7 +26,7 @@ def test_every_query_has_a_name_a_description_and_a_statement():
 def test_every_query_is_used_and_every_use_exists():
     source = "\n".join(p.read_text(encoding="utf-8") for p in LIBRARY)
     used = set(re.findall(r"""(?:query|template|repeated|insert_columns|values_row)\(\s*["']([a-z0-9_]+)["']""", source))
-    used |= set(re.findall(r'"(insert_memories|upsert_memories)"', source))
+    used |= set(re.findall(r'"(insert_memories|upsert_memories|replace_memories)"', source))
     assert used == set(queries.load()), (used ^ set(queries.load()))
 
 

@@ -1,0 +1,393 @@
+"""PymemStore: a LangGraph `BaseStore` whose items are pymem memories.
+
+Tenancy comes from the bound context, never from a namespace: the store is built from a
+`Memories` (`store.bind(ctx)`), so row-level security isolates tenants (and the context's scope,
+and its adapter) whatever namespace a graph names. Namespaces map onto scope axes
+(pymem.langgraph.namespaces), so a namespace prefix is a scope containment the database applies,
+and a semantic search under a prefix is `pymem.search` with that scope filter: its top k counts
+only the rows inside the prefix, however few they are.
+
+Every put goes through the write gate (unless the store is built with `gate=False`): the value is
+judged with the store's provenance (origin `model_inferred` unless configured) under the
+admission policy in force; a refusal is audited in the tenant's hash chain before
+MemoryAdmissionError reaches the graph, and nothing of the batch is written. Admitted items carry
+their provenance, origin, capped confidence and the policy's fingerprint on the row. Puts, updates
+and deletes are rows written and deleted through pymem's one write path, so the ledger chains each.
+
+Batches behave like LangGraph's in-memory store: the reads of a batch see the store as it was
+before the batch; its writes are applied together, in one transaction (the last write to an item
+wins). Without a query, a search returns items namespace by namespace, in the order each
+namespace and each item were first put (an update keeps an item's place; a namespace that has
+lost every item starts afresh).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from langgraph.store.base import (BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp,
+                                  SearchItem, SearchOp)
+from pgvector import Vector
+from psycopg.types.json import Jsonb
+
+from .. import queries
+from ..admission.gate import bind_provenance, judge_or_refuse
+from ..admission.policy import AdmissionPolicy
+from ..admission.provenance import Provenance
+from ..errors import AccessDenied, InvalidArguments
+from ..storage.memories import Memories
+from ..storage.rows import check_row, write_rows
+from ..vocabulary import MAX_NAME, MAX_TOP_K, is_plain_text
+from . import namespaces as ns
+from .filters import compile_filter
+from .indexing import Index, combine
+
+__all__ = ["PymemStore", "KIND"]
+
+#: The kind of every row the store writes.
+KIND = "langgraph"
+#: The most puts one batch may write (one transaction).
+MAX_PUTS = 10_000
+#: The source the store's provenance names unless told otherwise.
+SOURCE = "langgraph"
+#: Ranks are the database clock in microseconds times this, plus the op's place in its batch.
+_RANK_SCALE = 1_000_000
+
+
+@dataclass
+class _Put:
+    ordinal: int
+    op: PutOp
+    id: str
+    texts: list[str] = field(default_factory=list)
+    vector: list[float] | None = None
+
+
+@dataclass
+class _Plan:
+    ops: list[Any]
+    gets: list[tuple[int, GetOp, str]] = field(default_factory=list)
+    searches: list[tuple[int, SearchOp, list[dict[str, Any]]]] = field(default_factory=list)
+    lists: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
+    puts: dict[tuple[tuple[str, ...], str], _Put] = field(default_factory=dict)
+    first_touch: dict[tuple[str, ...], int] = field(default_factory=dict)
+    query_vectors: dict[str, list[float]] = field(default_factory=dict)
+
+
+class PymemStore(BaseStore):
+    """A LangGraph store on pymem, bound to one context.
+
+    memories: a bound `Memories` (`store.bind(Context(tenant=..., actor=...))`); its context is
+        the store's tenant, actor, adapter and scope for every operation.
+    index: LangGraph's index configuration ({"dims", "embed", "fields"}); without one, items
+        are not embedded and a search's query is ignored, as in LangGraph. `dims` must be the
+        pymem store's embedding dimension.
+    name: which LangGraph store of the tenant this is (the `lg_store` scope axis).
+    origin / provenance: the provenance every put carries (default: origin `model_inferred`,
+        source "langgraph"); its adapter is the context's.
+    gate: judge every put with the write gate (default True); False writes without judging
+        (the rows still carry the provenance and origin, but no confidence or policy).
+    policy: the AdmissionPolicy; default: AdmissionPolicy.from_env(), read at each batch.
+    """
+
+    supports_ttl = False
+
+    def __init__(self, memories: Memories, *, index: Mapping[str, Any] | None = None, name: str = "default",
+                 origin: str = "model_inferred", provenance: Provenance | Mapping[str, Any] | None = None,
+                 gate: bool = True, policy: AdmissionPolicy | None = None):
+        if not isinstance(memories, Memories):
+            raise InvalidArguments("PymemStore needs a bound Memories: store.bind(Context(tenant=...))")
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME or not is_plain_text(name) \
+                or name != name.strip():
+            raise InvalidArguments(f"the store name must be 1 to {MAX_NAME} plain characters")
+        if policy is not None and not isinstance(policy, AdmissionPolicy):
+            raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
+        self.memories = memories
+        self.name = name
+        self.index = Index(index, store_dim=memories.store.embedding_dim) if index is not None else None
+        self.provenance = bind_provenance(provenance if provenance is not None
+                                          else Provenance(origin, source=SOURCE), memories.ctx.adapter)
+        self.gate = bool(gate)
+        self.policy = policy
+
+    @property
+    def ctx(self):
+        return self.memories.ctx
+
+    # -- the BaseStore contract ---------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Any]) -> list[Any]:
+        plan = self._plan(ops)
+        if self.index is not None:
+            self._embed_puts(plan, self.index.embeddings.embed_documents)
+            for query in self._queries(plan):
+                plan.query_vectors[query] = self._vector(self.index.embeddings.embed_query(query))
+        return self._run(plan)
+
+    async def abatch(self, ops: Iterable[Any]) -> list[Any]:
+        plan = self._plan(ops)
+        if self.index is not None:
+            texts = [t for put in plan.puts.values() for t in put.texts]
+            vectors = await self.index.embeddings.aembed_documents(texts) if texts else []
+            self._embed_puts(plan, lambda _texts: vectors)
+            for query in self._queries(plan):
+                plan.query_vectors[query] = self._vector(await self.index.embeddings.aembed_query(query))
+        return await asyncio.to_thread(self._run, plan)
+
+    # -- planning: checks and ids, before anything is embedded or sent -----------------------
+
+    def _plan(self, ops: Iterable[Any]) -> _Plan:
+        plan = _Plan(ops=list(ops))
+        scope = self.ctx.scope
+        for i, op in enumerate(plan.ops):
+            if isinstance(op, GetOp):
+                namespace = _namespace(op.namespace, "get")
+                plan.gets.append((i, op, ns.item_id(self.name, scope, namespace, _key(op.key))))
+            elif isinstance(op, SearchOp):
+                _namespace(op.namespace_prefix, "search", allow_empty=True)
+                _count(op.limit, "limit")
+                _count(op.offset, "offset")
+                if op.query is not None and not isinstance(op.query, str):
+                    raise InvalidArguments("a search query must be a string")
+                plan.searches.append((i, op, compile_filter(op.filter)))
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    _namespace(condition.path, "namespace match", allow_empty=True)
+                    if condition.match_type not in ("prefix", "suffix"):
+                        raise InvalidArguments(f"unsupported namespace match type {condition.match_type!r}")
+                if op.max_depth is not None:
+                    _count(op.max_depth, "max_depth")
+                _count(op.limit, "limit")
+                _count(op.offset, "offset")
+                plan.lists.append((i, op))
+            elif isinstance(op, PutOp):
+                namespace = _namespace(op.namespace, "put", writing=True)
+                key = _key(op.key)
+                if op.value is not None and not isinstance(op.value, Mapping):
+                    raise InvalidArguments(f"a put's value must be an object (or None to delete), "
+                                           f"got {type(op.value).__name__}")
+                if op.ttl is not None:
+                    raise NotImplementedError("TTL is not supported by PymemStore; set ttl=None")
+                plan.first_touch.setdefault(namespace, i)
+                put = plan.puts.get((namespace, key))
+                if put is None:
+                    plan.puts[(namespace, key)] = _Put(i, op, ns.item_id(self.name, scope, namespace, key))
+                else:  # the last write wins, in the place of the first (as LangGraph's in-memory store)
+                    put.op = op
+            else:
+                raise InvalidArguments(f"unknown store operation: {type(op).__name__}")
+        if len(plan.puts) > MAX_PUTS:
+            raise InvalidArguments(f"at most {MAX_PUTS} puts per batch, got {len(plan.puts)}")
+        if self.index is not None:
+            for put in plan.puts.values():
+                if put.op.value is not None:
+                    put.texts = self.index.texts(put.op.value, put.op.index)
+        return plan
+
+    def _queries(self, plan: _Plan) -> list[str]:
+        return list(dict.fromkeys(op.query for _, op, _ in plan.searches if op.query))
+
+    def _embed_puts(self, plan: _Plan, embed) -> None:
+        texts = [t for put in plan.puts.values() for t in put.texts]
+        if not texts:
+            return
+        vectors = self.index.check_vectors(embed(texts), len(texts))
+        at = 0
+        for put in plan.puts.values():
+            put.vector = combine(vectors[at:at + len(put.texts)])
+            at += len(put.texts)
+
+    def _vector(self, vector: Any) -> list[float]:
+        return self.index.check_vectors([vector], 1)[0]
+
+    # -- running: reads first (the store as it was), then the writes in one transaction ------
+
+    def _run(self, plan: _Plan) -> list[Any]:
+        results: list[Any] = [None] * len(plan.ops)
+        if plan.gets:
+            found = {r["namespace_key"]: r for r in map(_item_record, self.memories.get_many(
+                list(dict.fromkeys(item_id for _, _, item_id in plan.gets))))}
+            for i, op, _ in plan.gets:
+                record = found.get((tuple(op.namespace), op.key))
+                results[i] = _item(record) if record is not None else None
+        for i, op, conditions in plan.searches:
+            results[i] = self._search(op, conditions, plan.query_vectors.get(op.query) if op.query else None)
+        for i, op in plan.lists:
+            results[i] = self._list_namespaces(op)
+        if plan.puts:
+            self._write(plan)
+        return results
+
+    def _search(self, op: SearchOp, conditions: list[dict[str, Any]], vector: list[float] | None) -> list[SearchItem]:
+        if op.limit == 0:
+            return []
+        scope = ns.prefix_scope(self.name, tuple(op.namespace_prefix))
+        if vector is None:
+            return [_search_item(r, None) for r, _ in self._items(None, scope, conditions, "all", op.limit, op.offset)]
+        if not conditions and op.offset + op.limit <= MAX_TOP_K:
+            hits = self.memories.search(vector, top_k=op.offset + op.limit, scope_filter=scope)
+            scored = [(_item_record(h["chunk"]), h["score"]) for h in hits[op.offset:]]
+        else:
+            scored = [(_item_record(r), s) for r, s in
+                      self._items(vector, scope, conditions, "embedded", op.limit, op.offset)]
+        out = [_search_item(r, score) for r, score in scored]
+        if len(out) < op.limit:
+            # As LangGraph's in-memory store: items that have no vector (put with index=False, or
+            # without text under the indexed fields) fill what the ranked ones left.
+            out += [_search_item(r, None) for r, _ in
+                    self._items(None, scope, conditions, "unembedded", op.limit - len(out), 0)]
+        return out
+
+    def _items(self, vector, scope, conditions, which: str, limit: int, offset: int) -> list[tuple[dict, float]]:
+        params = (Vector(vector) if vector is not None else None, self.ctx.tenant, Jsonb(scope), Jsonb(conditions),
+                  Jsonb(conditions), which, limit, offset)
+        with self.memories.store.transaction(self.ctx) as c:
+            rows = c.execute(queries.query("langgraph_items"), params, prepare=False).fetchall()
+        return [(_item_record(record), score) for record, score in rows]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = ns.conditions_of(op.match_conditions)
+        prefix = next((path for kind, path in conditions if kind == "prefix"), ())
+        scope = ns.prefix_scope(self.name, prefix, wildcards=True)
+        with self.memories.store.transaction(self.ctx) as c:
+            rows = c.execute(queries.query("langgraph_namespaces"), (self.ctx.tenant, Jsonb(scope))).fetchall()
+        found = [tuple(r[0]) for r in rows if isinstance(r[0], list)]
+        return ns.select_namespaces(found, conditions, op.max_depth, op.limit, op.offset)
+
+    def _write(self, plan: _Plan) -> None:
+        ctx, store = self.ctx, self.memories.store
+        writes = [p for p in plan.puts.values() if p.op.value is not None]
+        deletes = [p.id for p in plan.puts.values() if p.op.value is None]
+        for put in writes:
+            self._check_confinement(tuple(put.op.namespace))
+        decisions = {}
+        if self.gate and writes:
+            policy = self.policy if self.policy is not None else AdmissionPolicy.from_env()
+            for put in writes:
+                decisions[put.id] = judge_or_refuse(self.memories, {"value": put.op.value}, self.provenance, policy)
+        with store.transaction(ctx) as c:
+            state = c.execute(queries.query("langgraph_write_state"),
+                              (ctx.tenant, [p.id for p in writes])).fetchall()
+            now = state[0][0]
+            kept = {row[1]: row[2:] for row in state if row[1] is not None}
+            ns_ranks: dict[tuple[str, ...], Any] = {}
+            for put in writes:
+                if put.id in kept and kept[put.id][2] is not None:
+                    ns_ranks.setdefault(tuple(put.op.namespace), kept[put.id][2])
+            base = _micros(now) * _RANK_SCALE
+            for put in writes:
+                namespace = tuple(put.op.namespace)
+                if namespace not in ns_ranks:
+                    row = c.execute(queries.query("langgraph_namespace_rank"),
+                                    (ctx.tenant, Jsonb(ns.namespace_scope(self.name, namespace)))).fetchone()
+                    ns_ranks[namespace] = row[0] if row is not None and row[0] is not None \
+                        else base + plan.first_touch[namespace]
+            rows = []
+            for put in writes:
+                created, rank, _ = kept.get(put.id, (None, None, None))
+                rows.append(self._row(put, decisions.get(put.id), now, created, rank if rank is not None
+                                      else base + put.ordinal, ns_ranks[tuple(put.op.namespace)]))
+            if deletes:
+                self.memories.delete_many(deletes, conn=c)
+            if rows:
+                write_rows(c, ctx, rows, replace=True, whole=True)
+
+    def _check_confinement(self, namespace: tuple[str, ...]) -> None:
+        """A context whose scope names the store's axes may write only inside them."""
+        axes = ns.namespace_scope(self.name, namespace)
+        for axis, value in self.ctx.scope.items():
+            if ns.is_reserved_axis(axis) and axes.get(axis) != value:
+                raise AccessDenied("this context's scope confines it to other namespaces (or another store) "
+                                   f"than the one written: its scope names {axis}")
+
+    def _row(self, put: _Put, decision, now: _dt.datetime, created: Any, rank: Any, ns_rank: Any):
+        namespace = tuple(put.op.namespace)
+        record = {"namespace": list(namespace), "key": put.op.key, "value": dict(put.op.value),
+                  "created_at": created if isinstance(created, str) else now.isoformat(),
+                  "updated_at": now.isoformat(), "rank": rank, "ns_rank": ns_rank}
+        provenance = self.provenance
+        settings = self.memories.store.settings
+        return check_row(
+            dim=self.memories.store.embedding_dim, max_content_bytes=settings.max_content_bytes,
+            default_scope=self.ctx.scope, where="the put",
+            id=put.id, scope={**self.ctx.scope, **ns.namespace_scope(self.name, namespace)}, kind=KIND,
+            content=_content(put.texts, settings.max_content_bytes), record=record, embedding=put.vector,
+            origin=provenance.origin.value, provenance=provenance.to_json(),
+            injection_source=provenance.injection_source,
+            confidence=decision.confidence if decision is not None else None,
+            policy_fingerprint=decision.policy_fingerprint if decision is not None else None)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _namespace(namespace: Any, what: str, *, allow_empty: bool = False, writing: bool = False) -> tuple[str, ...]:
+    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+        raise InvalidNamespaceError(f"a {what} namespace must be a tuple of strings")
+    namespace = tuple(namespace)
+    if not namespace and not allow_empty:
+        raise InvalidNamespaceError("a namespace cannot be empty")
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            raise InvalidNamespaceError("namespace labels must be non-empty strings")
+        if "." in label or "\x00" in label:
+            raise InvalidNamespaceError("namespace labels cannot contain periods ('.') or NUL bytes")
+    if writing and namespace[0] == "langgraph":
+        raise InvalidNamespaceError('the root label of a namespace cannot be "langgraph"')
+    return namespace
+
+
+def _key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise InvalidArguments(f"an item key must be a string, got {type(key).__name__}")
+    if "\x00" in key:
+        raise InvalidArguments("an item key cannot contain a NUL byte")
+    return key
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArguments(f"{what} must be an integer >= 0")
+    return value
+
+
+def _micros(moment: _dt.datetime) -> int:
+    delta = moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _content(texts: Sequence[str], max_bytes: int) -> str | None:
+    """What the row's content column holds: the item's embedded texts (recall and audits read it),
+    cut at the content limit; the value itself is kept whole in the record."""
+    if not texts:
+        return None
+    data = "\n".join(texts).encode("utf-8", "surrogatepass")
+    return data[:max_bytes].decode("utf-8", "ignore").replace("\x00", "")
+
+
+def _item_record(record: Any) -> dict[str, Any]:
+    if not isinstance(record, Mapping) or not isinstance(record.get("namespace"), list) \
+            or not isinstance(record.get("value"), Mapping) or not isinstance(record.get("key"), str):
+        raise InvalidArguments("a row under this store's scope was not written by a LangGraph store")
+    out = dict(record)
+    out["namespace_key"] = (tuple(record["namespace"]), record["key"])
+    return out
+
+
+def _times(record: Mapping[str, Any]) -> tuple[_dt.datetime, _dt.datetime]:
+    return _dt.datetime.fromisoformat(record["created_at"]), _dt.datetime.fromisoformat(record["updated_at"])
+
+
+def _item(record: Mapping[str, Any]) -> Item:
+    created, updated = _times(record)
+    return Item(value=record["value"], key=record["key"], namespace=tuple(record["namespace"]),
+                created_at=created, updated_at=updated)
+
+
+def _search_item(record: Mapping[str, Any], score: float | None) -> SearchItem:
+    created, updated = _times(record)
+    return SearchItem(namespace=tuple(record["namespace"]), key=record["key"], value=record["value"],
+                      created_at=created, updated_at=updated, score=float(score) if score is not None else None)
