@@ -188,8 +188,8 @@ select * from pymem.search_as(p_tenant => %s, p_actor => %s, p_adapter => %s, p_
 select pymem.holds_chain_lock(%s)
 
 -- name: record_refusal --
--- Chain an admission refusal (origin, source, reason, signature, digest, policy fingerprint)
-select pymem.record_refusal(%s, %s, %s, %s, %s, %s)
+-- Chain an admission refusal (origin, source, reason, signature, digest, policy fingerprint, score, piece digest)
+select pymem.record_refusal(%s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: refusals --
 -- The tenant's most recent refusals at or after a time, oldest first (tenant, since, since, limit)
