@@ -5,6 +5,7 @@ importable but free to move. The command line uses only this surface (and pymem.
 the benchmark and the demo); an import-linter contract in the test suite keeps it so.
 """
 
+from .admission.evaluation import AdmissionEvaluation, HeldOutSource, evaluate_admission
 from .admission.gate import admit
 from .admission.policy import AdmissionPolicy, OriginRule
 from .admission.provenance import Provenance
@@ -61,6 +62,7 @@ __all__ = [
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",
+    "evaluate_admission", "AdmissionEvaluation", "HeldOutSource",
     "Embedder", "LexicalEmbedder", "MiniLMEmbedder", "get_embedder", "check_dimension",
     # audit and integrity
     "refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",

@@ -19,10 +19,13 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @click.option("--database", default="pymem_bench", show_default=True,
               help="Scratch database to create (dropped and recreated) on the store's server.")
 @click.option("--keep", is_flag=True, help="Keep the scratch database afterwards.")
+@click.option("--admission", is_flag=True,
+              help="Only the write gate's content check per note, signatures only vs with the classifier "
+                   "(offline, no database).")
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int, top_k: int, write_rows: int | None, database: str, keep: bool,
-          as_json: bool) -> None:
+          admission: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
@@ -32,8 +35,21 @@ def bench(rows: int, dims: int, queries: int, top_k: int, write_rows: int | None
     and verification entries/s. Needs the administrative connection (PYMEM_ADMIN_DSN, or the
     embedded server's) to create the database. Progress goes to standard error.
 
+    With --admission, instead: the write gate's content check on 400 ordinary notes of 50 to
+    2,000 characters, as it was (signatures only) and as it is (signatures + the classifier),
+    p50/p99 per note side by side, and the ratio against the goal of at most 2x.
+
     Example: pymem bench --rows 20000 --queries 50
     """
+    if admission:
+        from ..tools.admission_bench import format_admission_report, run_admission_bench
+
+        result = run_admission_bench(progress=lambda message: stderr(f"bench: {message}"))
+        if as_json:
+            echo_json(result)
+        else:
+            click.echo(format_admission_report(result))
+        return
     from ..tools.bench import BenchConfig, format_report, run
 
     config = BenchConfig(rows=rows, dims=dims, queries=queries, top_k=top_k, write_rows=write_rows,
