@@ -29,7 +29,7 @@ from typing import Any
 
 from .model import Model, default_model
 from .normalise import fold, normalize
-from .pieces import MAX_PIECES, TooDeep, pieces, strings
+from .pieces import MAX_PIECES, TOO_DEEP, TooDeep, pieces, strings
 from .signals import SIGNAL_NAMES, decisive, detect
 
 __all__ = ["MODEL_NAME", "SIGNAL_NAMES", "TOO_DEEP", "Judgement", "classify", "score", "default_threshold",
@@ -37,8 +37,6 @@ __all__ = ["MODEL_NAME", "SIGNAL_NAMES", "TOO_DEEP", "Judgement", "classify", "s
 
 #: Stable name of the model's refusals, as audited.
 MODEL_NAME = "classifier.v1"
-#: Name of the refusal for a value nested deeper than the reader follows.
-TOO_DEEP = "structure.too_deep"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,12 @@ from typing import Any, Iterator
 
 from .normalise import normalize
 
-__all__ = ["MAX_DEPTH", "TooDeep", "strings", "pieces"]
+__all__ = ["MAX_DEPTH", "TOO_DEEP", "TooDeep", "strings", "pieces"]
 
 #: Deepest nesting read. Deeper structures are refused by the caller rather than partly read.
 MAX_DEPTH = 64
+#: The name a value nested deeper than MAX_DEPTH is refused under (signatures and classifier alike).
+TOO_DEEP = "structure.too_deep"
 
 #: Pieces shorter than this carry no instruction worth judging on its own.
 MIN_PIECE = 12
