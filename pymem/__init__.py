@@ -10,6 +10,7 @@ The memory service's names (SERVICE_NAMES: `serve`, `build_app`, `serve_mcp_stdi
 
 import importlib
 
+from .admission.evaluation import AdmissionEvaluation, HeldOutSource, evaluate_admission
 from .admission.gate import admit
 from .admission.policy import AdmissionPolicy, OriginRule
 from .admission.provenance import Provenance
@@ -73,6 +74,7 @@ __all__ = [
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",
+    "evaluate_admission", "AdmissionEvaluation", "HeldOutSource",
     "Embedder", "LexicalEmbedder", "MiniLMEmbedder", "get_embedder", "check_dimension",
     # audit and integrity
     "refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",

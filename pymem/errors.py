@@ -62,13 +62,18 @@ class ServerError(PymemError):
 
 
 class MemoryAdmissionError(PymemError):
-    """The write gate refused a record. Raised only after the refusal's audit event committed."""
+    """The write gate refused a record. Raised only after the refusal's audit event committed.
 
-    def __init__(self, reason: str, *, signature: str | None = None, audit_seq: int | None = None):
+    `signature` names what decided (a signature, `classifier.v1` or a structural signal);
+    `score` is the classifier's score when it decided."""
+
+    def __init__(self, reason: str, *, signature: str | None = None, audit_seq: int | None = None,
+                 score: float | None = None):
         super().__init__(reason)
         self.reason = reason
         self.signature = signature
         self.audit_seq = audit_seq
+        self.score = score
 
 
 class UnknownSession(MemoryAdmissionError):

@@ -11,8 +11,9 @@ first, before it may be kept:
 3. pymem.admission.judge.rejudge under the admission policy in force now (default
    AdmissionPolicy.from_env(), read at each call): no provenance => withheld as unproven; an
    origin the current policy would not persist (or whose citation / injection-source
-   requirement is unmet) => withheld; instruction-shaped content => withheld with the matched
-   signature; the caller's `guard` (anything with `check_input(text)`) refusing => withheld;
+   requirement is unmet) => withheld; instruction-shaped content (the signatures, then the
+   classifier at the policy's threshold) => withheld with the name that decided and, for the
+   classifier, its score; the caller's `guard` (anything with `check_input(text)`) refusing => withheld;
    otherwise kept, its confidence capped by the current policy.
 
 Over-fetching, stated: withheld rows must not starve the result, so the search asks for
@@ -22,7 +23,8 @@ times as many (up to 1000). `withheld` lists exactly the hits walked past on the
 that outranked (or sat among) what was kept and would have been shown were they believed.
 Rows beyond the last kept one are not judged (a guard can be expensive).
 
-Withheld entries carry the id, the reason and the signature, never the content. Kept entries
+Withheld entries carry the id, the reason, the signature and the classifier's score, never the
+content. Kept entries
 carry the content: that is what recall is for.
 
 `as_of=TIME` asks what was believed at that time instead (pymem.storage.as_of): rows written and
@@ -94,7 +96,8 @@ class RecalledMemory:
 
 @dataclass(frozen=True)
 class WithheldMemory:
-    """A hit that was not returned, and why. Never carries content."""
+    """A hit that was not returned, and why. Never carries content. `score` is the search's
+    similarity; `classifier_score` the admission classifier's, when it decided."""
 
     id: str
     reason: str
@@ -102,6 +105,7 @@ class WithheldMemory:
     origin: str | None = None
     source_adapter: str | None = None
     score: float | None = None
+    classifier_score: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,10 +157,11 @@ def _stored_record(row: SearchHit) -> dict[str, Any]:
 
 
 def _withhold(row: SearchHit, reason: str, signature: str | None = None,
-              origin: str | None = None) -> WithheldMemory:
+              origin: str | None = None, classifier_score: float | None = None) -> WithheldMemory:
     return WithheldMemory(id=row.id, reason=reason, signature=signature,
                           origin=origin if origin is not None else row.origin,
-                          source_adapter=row.source_adapter, score=float(row.score))
+                          source_adapter=row.source_adapter, score=float(row.score),
+                          classifier_score=classifier_score)
 
 
 def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
@@ -177,7 +182,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
     decision = rejudge(_stored_record(row), provenance, policy, guard)
     origin = decision.origin.value if decision.origin is not None else row.origin
     if not decision.admitted:
-        return _withhold(row, decision.reason, decision.signature, origin)
+        return _withhold(row, decision.reason, decision.signature, origin, decision.score)
     return RecalledMemory(
         id=row.id, content=row.content, score=float(row.score), origin=origin,
         confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,

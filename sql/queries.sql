@@ -279,8 +279,8 @@ select distinct m.record -> 'namespace'
 select pymem.holds_chain_lock(%s)
 
 -- name: record_refusal --
--- Chain an admission refusal (origin, source, reason, signature, digest, policy fingerprint)
-select pymem.record_refusal(%s, %s, %s, %s, %s, %s)
+-- Chain an admission refusal (origin, source, reason, signature, digest, policy fingerprint, score, piece digest)
+select pymem.record_refusal(%s, %s, %s, %s, %s, %s, %s, %s)
 
 -- name: refusals --
 -- The tenant's most recent refusals at or after a time, oldest first (tenant, since, since, limit)

@@ -1867,7 +1867,10 @@ $$;
 -- the exception. It stores a digest of the refused arguments and short, shape-checked metadata,
 -- never the content: an audit trail that quotes a poisoned note has copied the poison. The app
 -- role may call it (that is how refusals get recorded), so it can add refusal events to its own
--- tenant's chain and nothing else; each one is stamped with the caller's actor and adapter.
+-- tenant's chain and nothing else; each one is stamped with the caller's actor and adapter. A
+-- refusal by the admission classifier also carries its score and the digest of the piece of the
+-- note that decided (a line, a field, a sentence), so an auditor can tell which part it was
+-- without the text.
 
 create function pymem.record_refusal(
   p_origin text,
@@ -1875,7 +1878,9 @@ create function pymem.record_refusal(
   p_reason text,
   p_signature text,
   p_digest text,
-  p_policy_fingerprint text
+  p_policy_fingerprint text,
+  p_score double precision default null,
+  p_piece_digest text default null
 ) returns bigint
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
@@ -1905,6 +1910,14 @@ begin
   if p_policy_fingerprint is not null and p_policy_fingerprint !~ '^[A-Za-z0-9:_.-]{1,100}$' then
     raise exception 'pymem: a policy fingerprint must be 1-100 characters of [A-Za-z0-9:_.-]' using errcode = '22023';
   end if;
+  -- A score is the classifier's probability for the named refusal: NaN and infinities fail the
+  -- range test, and a score without the name it belongs to would explain nothing.
+  if p_score is not null and (not (p_score >= 0 and p_score <= 1) or p_signature is null) then
+    raise exception 'pymem: a refusal score must be a number in [0, 1], given with a signature' using errcode = '22023';
+  end if;
+  if p_piece_digest is not null and (p_score is null or p_piece_digest !~ '^sha256:[0-9a-f]{64}$') then
+    raise exception 'pymem: a refusal piece digest must be sha256:<64 hex digits>, given with a score' using errcode = '22023';
+  end if;
   -- scope and source_adapter are the refused write's context: who may read the event (see the
   -- ledger's read policy).
   v_entry := pymem._append_events(
@@ -1919,12 +1932,14 @@ begin
                 'signature', p_signature,
                 'args_digest', p_digest,
                 'policy_fingerprint', p_policy_fingerprint,
+                'score', p_score,
+                'piece_digest', p_piece_digest,
                 'scope', pymem._ctx_scope(),
                 'source_adapter', pymem._ctx_adapter()))::pymem._pending_event]);
   return v_entry.seq;
 end
 $$;
-comment on function pymem.record_refusal(text, text, text, text, text, text) is 'Chains an admission.refused event (digest and reason, never content) into the context tenant''s ledger; returns its seq';
+comment on function pymem.record_refusal(text, text, text, text, text, text, double precision, text) is 'Chains an admission.refused event (digest, reason, classifier score and deciding piece''s digest, never content) into the context tenant''s ledger; returns its seq';
 
 -- Deletes go through definer functions because logins hold no DELETE privilege (and only
 -- column-level UPDATE) on the tenant tables: a table-level UPDATE or DELETE privilege is also the
@@ -1998,10 +2013,12 @@ create view pymem.audit_refusals with (security_invoker = true) as
          l.details ->> 'reason' as reason,
          l.details ->> 'signature' as signature,
          l.details ->> 'args_digest' as args_digest,
-         l.details ->> 'policy_fingerprint' as policy_fingerprint
+         l.details ->> 'policy_fingerprint' as policy_fingerprint,
+         (l.details ->> 'score')::double precision as score,
+         l.details ->> 'piece_digest' as piece_digest
     from pymem.ledger l
    where l.event = 'admission.refused';
-comment on view pymem.audit_refusals is 'Every admission refusal: who, which origin and source, why, and a digest of the arguments (never the content)';
+comment on view pymem.audit_refusals is 'Every admission refusal: who, which origin and source, why, the classifier score and digests of the arguments and deciding piece (never the content)';
 
 -- memory_history answers "how did this get here?": each memory event of the ledger with the
 -- memory's current provenance. The auditor has no rights on memories (content must stay out of
@@ -2434,7 +2451,7 @@ grant execute on function pymem.search(vector, integer, jsonb, boolean, boolean,
 grant execute on function pymem._search_ef(integer) to pymem_app, pymem_auditor;
 grant execute on function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) to pymem_app;
 -- admission: the app records refusals; both roles read the audit views (each sees its own rows)
-grant execute on function pymem.record_refusal(text, text, text, text, text, text) to pymem_app;
+grant execute on function pymem.record_refusal(text, text, text, text, text, text, double precision, text) to pymem_app;
 grant execute on function pymem.delete_memories(text[]), pymem.purge_idempotency_keys() to pymem_app;
 grant execute on function pymem.holds_chain_lock(text) to pymem_app;
 grant select on pymem.audit_refusals, pymem.memory_history to pymem_app, pymem_auditor;

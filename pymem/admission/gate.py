@@ -7,7 +7,9 @@
   connection and in a transaction of its own (pymem.admission.refusals), and only then is
   `MemoryAdmissionError(reason, signature=..., audit_seq=...)` raised. A caller that swallows the
   exception, or rolls back its own transaction (even one it passed in as `conn=`), cannot erase
-  the evidence. The event holds a digest of the arguments, never the content.
+  the evidence. The event holds a digest of the arguments, never the content; a refusal by the
+  classifier also holds its name (`classifier.v1` or a `signal.*` name), its score and the digest
+  of the piece of the note that decided.
 * or writes a NEW record (the input is never returned nor mutated): the caller's fields plus the
   provenance (with the context's adapter), the origin, the confidence the policy believes (capped
   by the origin's ceiling) and the policy fingerprint. Admitted writes are not separately
@@ -112,12 +114,12 @@ def _refuse(memories: "Memories", decision: Decision, provenance: Provenance, di
                     "(the caller's transaction holds the tenant's chain lock)",
                     memories.ctx.tenant, provenance.origin.value, decision.signature, digest)
         return MemoryAdmissionError(f"{decision.reason}; {NOT_AUDITED}", signature=decision.signature,
-                                    audit_seq=None)
+                                    audit_seq=None, score=decision.score)
     seq = record_refusal(
         memories.store, memories.ctx, origin=provenance.origin.value, source=provenance.source,
         reason=decision.reason, signature=decision.signature, digest=digest,
-        policy_fingerprint=decision.policy_fingerprint)
-    return MemoryAdmissionError(decision.reason, signature=decision.signature, audit_seq=seq)
+        policy_fingerprint=decision.policy_fingerprint, score=decision.score, piece_digest=decision.piece_digest)
+    return MemoryAdmissionError(decision.reason, signature=decision.signature, audit_seq=seq, score=decision.score)
 
 
 def audited_refusal(memories: "Memories", provenance: Provenance, reason: str, *, digest: str,

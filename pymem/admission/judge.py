@@ -9,7 +9,10 @@ Order of judgement, and why:
 
 1. Instruction-shaped content is refused whatever the origin. A user can paste a poisoned
    e-mail just as easily as a tool can return one; the origin says who vouches for the text,
-   not that the text is safe to replay to a model later.
+   not that the text is safe to replay to a model later. Two checks, in order: the named
+   signatures (pymem.admission.scanning), then the learned classifier with its structural
+   signals (pymem.admission.classifier) at the policy's threshold, which judges the note whole
+   and piece by piece and refuses as `classifier.v1` or a `signal.*` name, with its score.
 2. Then the origin's rule from the policy table: persist or not, required citation /
    injection source, confidence ceiling.
 
@@ -29,6 +32,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .classifier import classify
 from .scanning import instruction_shaped
 from ..errors import InvalidArguments, MemoryAdmissionError
 from .policy import AdmissionPolicy
@@ -37,7 +41,9 @@ from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS, canonical_json as _canonical
 
 __all__ = [
     "Decision",
+    "Finding",
     "judge",
+    "check_content",
     "admitted_record",
     "digest_of_arguments",
     "rejudge",
@@ -54,7 +60,12 @@ GUARD_REASON_MAX = 200
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """The outcome of judging one record. `reason` never contains record content."""
+    """The outcome of judging one record. `reason` never contains record content.
+
+    A refusal for instruction-shaped content names what decided in `signature`: a signature's
+    name, `classifier.v1` or a structural signal's name. When the classifier decided, `score` is
+    its score (0..1) and `piece_digest` the sha256 of the normalised piece that decided (the
+    whole note, a line, a field, a sentence), never the piece."""
 
     admitted: bool
     reason: str
@@ -62,6 +73,8 @@ class Decision:
     confidence: float | None = None
     origin: Origin | None = None
     policy_fingerprint: str | None = None
+    score: float | None = None
+    piece_digest: str | None = None
 
     def __bool__(self) -> bool:  # `if judge(...):` reads naturally
         return self.admitted
@@ -103,17 +116,48 @@ def _check_consistency(record: Mapping[str, Any], provenance: Provenance) -> Non
         raise InvalidArguments("record injection_source does not match the provenance's injection_source")
 
 
-def _scan(record: Mapping[str, Any], provenance: Provenance) -> str | None:
-    """Instruction signature in the record's content or in the provenance's free-text fields.
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Why content is instruction-shaped: the deciding name, and the classifier's score and
+    deciding piece's digest when the classifier decided."""
+
+    name: str
+    score: float | None = None
+    piece_digest: str | None = None
+
+    @property
+    def reason(self) -> str:
+        shown = self.name if self.score is None else f"{self.name}, score {self.score:.3f}"
+        return f"instruction-shaped content ({shown})"
+
+
+def _instruction_shaped(value: Any, policy: AdmissionPolicy, classifier: bool) -> Finding | None:
+    name = instruction_shaped(value)
+    if name is not None:
+        return Finding(name)
+    if not classifier:
+        return None
+    verdict = classify(value, threshold=policy.classifier_threshold)
+    if verdict.refused:
+        return Finding(verdict.name, verdict.score, verdict.piece_digest)
+    return None
+
+
+def check_content(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy, *,
+                  classifier: bool = True) -> Finding | None:
+    """Instruction-shaped content, by the signatures or the classifier, in the record or in the
+    provenance's free-text fields: the first step of `judge` and `rejudge`.
 
     The bookkeeping keys are skipped (they are ours and checked separately); the provenance's
-    strings are scanned because recall shows them to the model next to the content.
+    strings are judged because recall shows them to the model next to the content.
+    `classifier=False` is the check as it was before the classifier (signatures only): the gate
+    never uses it; the benchmark measures the two side by side.
     """
     content = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS}
-    found = instruction_shaped(content)
+    found = _instruction_shaped(content, policy, classifier)
     if found is None:
         meta = [v for k, v in provenance.to_json().items() if k != "origin" and isinstance(v, str)]
-        found = instruction_shaped(meta) if meta else None
+        found = _instruction_shaped(meta, policy, classifier) if meta else None
     return found
 
 
@@ -130,9 +174,10 @@ def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: A
     """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
     then the origin's rule (persists at all, citation, injection source)."""
     origin = provenance.origin
-    signature = _scan(record, provenance)
-    if signature is not None:
-        return _refuse(f"instruction-shaped content ({signature})", origin, policy, signature)
+    found = check_content(record, provenance, policy)
+    if found is not None:
+        return Decision(False, found.reason, found.name, None, origin, policy.fingerprint, found.score,
+                        found.piece_digest)
     rule = policy.rule_for(origin)
     if not rule.persist:
         which = "the current admission policy" if current else "the admission policy"
@@ -170,7 +215,7 @@ def admitted_record(record: Mapping[str, Any], provenance: Provenance, policy: A
     """
     decision = judge(record, provenance, policy)
     if not decision.admitted:
-        raise MemoryAdmissionError(decision.reason, signature=decision.signature)
+        raise MemoryAdmissionError(decision.reason, signature=decision.signature, score=decision.score)
     out = copy.deepcopy(dict(record))
     out["provenance"] = provenance.to_json()
     out["origin"] = provenance.origin.value
@@ -291,8 +336,9 @@ def rejudge(
 ) -> Decision:
     """Judge a stored row again at recall time, under the policy in force *now*.
 
-    Withheld when: it has no (or malformed) provenance; it is instruction-shaped (the
-    signatures may have grown since it was written); its origin is no longer persisted or its
+    Withheld when: it has no (or malformed) provenance; it is instruction-shaped, by the
+    signatures or the classifier at the policy's threshold (either may have changed since it was
+    written); its origin is no longer persisted or its
     citation / injection-source requirement is unmet; or `guard` refuses it. Otherwise
     returned with its confidence capped by the current rule.
     """

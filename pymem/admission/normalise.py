@@ -1,4 +1,5 @@
-"""The text the instruction signatures are matched against.
+"""The one normalisation of the write gate: the text the signatures, the structural signals and
+the classifier read.
 
 Normalisation defeats the cheap evasions: Unicode NFKC (fullwidth forms, ligatures,
 mathematical letters, circled letters), removal of invisible format characters (zero-width
@@ -7,14 +8,20 @@ Cyrillic/Greek look-alike letters, leetspeak inside words, and a "compact" varia
 separators removed between letters ("i.g.n.o.r.e", "ig-nore", "i g n o r e"). A last
 "squashed" variant keeps letters only, for a handful of phrases distinctive enough to match
 without word boundaries.
+
+`normalize` is the canonical form (line breaks kept: they separate a record's fields);
+`variants` the forms the signatures are matched against; `fold` the form the classifier's
+features are read from (leetspeak undone, letter-spaced words joined). Plain-ASCII text, by far
+the common case, takes a fast path that gives the same result.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 
-__all__ = ["normalize", "variants"]
+__all__ = ["normalize", "variants", "fold"]
 
 # ----------------------------------------------------------------------------------------------
 # normalisation
@@ -40,6 +47,9 @@ _HOMOGLYPHS = str.maketrans(
         "\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u2032": "'", "`": "'",
         "\u201c": '"', "\u201d": '"', "\u00ab": '"', "\u00bb": '"',
         "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
+        # CJK and other brackets used as look-alikes of [ ] and < > (role tags, chat-template tokens)
+        "\u3010": "[", "\u3011": "]", "\u300c": "[", "\u300d": "]", "\u3008": "<", "\u3009": ">",
+        "\u2039": "<", "\u203a": ">", "\u27e8": "<", "\u27e9": ">",
     }
 )
 
@@ -58,6 +68,10 @@ def _strip_invisible(text: str) -> str:
 
 def _normalize_chars(text: str) -> str:
     """Every character-level step of `normalize`, with the original spacing kept."""
+    if text.isascii():
+        # NFKC, accent stripping and the look-alike table are identities on ASCII, which has no
+        # format characters and casefolds like lower(): only the backtick is left to map.
+        return text.lower().replace("`", "'")
     text = _strip_invisible(text)
     text = unicodedata.normalize("NFKC", text)
     text = text.casefold()
@@ -99,7 +113,9 @@ def _join_run(m: re.Match[str]) -> str:
     break. So "i g n o r e   a l l" and "I.G.N.O.R.E. Y.O.U.R." both keep their word breaks."""
     run = m.group(0)
     seps = re.findall(r"[^a-z]+", run)
-    common = max(set(seps), key=seps.count)
+    # Ties go to the separator seen first. Choosing from a set would depend on the per-process
+    # string hash, and the same text would fold differently in different processes.
+    common = Counter(seps).most_common(1)[0][0]
     return re.sub(r"[^a-z]+", lambda s: "" if s.group(0) == common or not any(c.isspace() for c in s.group(0)) else " ", run)
 
 
@@ -122,3 +138,13 @@ def variants(text: str) -> tuple[list[str], str]:
             out.append(v)
     squashed = re.sub(r"[^a-z]", "", out[-1])
     return out, squashed
+
+
+def fold(normalized: str) -> str:
+    """A normalised text folded further for the classifier's features: leetspeak undone inside
+    tokens that mix letters with leet digits or symbols, letter-spaced words joined
+    ("i g n o r e" -> "ignore")."""
+    text = _deleet(normalized)
+    if _SPACED_RUN.search(text):
+        text = _SPACED_RUN.sub(_join_run, text)
+    return text

@@ -18,6 +18,12 @@ Defaults (the reasons are the design):
   poisoning path; unproven text has no path at all.
 * ``injected_context``: persisted, capped at 0.5 (`injected_ceiling`), only with an
   injection source naming who injected it.
+
+Beside the table, the policy holds the admission classifier's threshold
+(`classifier_threshold`): a note whose classifier score (pymem.admission.classifier) reaches it
+is refused as `classifier.v1`, whatever its origin. It defaults to the threshold calibrated with
+the shipped weights; lower is stricter. The fingerprint covers the threshold and the SHA-256 of
+the weights it applies to, since the same number means something else for another model.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import Any, Mapping
 
 from ..errors import InvalidArguments
 from ..vocabulary import Origin, canonical_json
+from .model import shipped_threshold, weights_sha256
 
 __all__ = [
     "OriginRule",
@@ -42,6 +49,7 @@ __all__ = [
     "DEFAULT_TOOL_CEILING",
     "DEFAULT_INJECTED_CEILING",
     "POLICY_FORMAT_VERSION",
+    "check_threshold",
 ]
 
 DEFAULT_INFERRED_CEILING = 0.6
@@ -51,6 +59,21 @@ DEFAULT_INJECTED_CEILING = 0.5
 POLICY_FORMAT_VERSION = 1
 
 _RULE_KEYS = ("persist", "ceiling", "default_confidence", "requires_citation", "requires_injection_source")
+
+
+def check_threshold(name: str, value: Any) -> float:
+    """A classifier threshold: a number in (0, 1]. 0 would refuse every note; 1 leaves the
+    refusing to the structural signals (the model's score never reaches it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArguments(f"{name} must be a number in (0, 1], not {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or not 0.0 < value <= 1.0:
+        raise InvalidArguments(f"{name} must be a number in (0, 1], got {value!r}")
+    return value
+
+
+def _weights_id() -> str:
+    return "sha256:" + weights_sha256()
 
 
 def _unit_interval(name: str, value: Any) -> float:
@@ -191,15 +214,21 @@ def _as_rule(origin: Origin, value: Any, base: OriginRule) -> OriginRule:
 
 @dataclass(frozen=True, eq=False)
 class AdmissionPolicy:
-    """One `OriginRule` per `Origin`, read-only. `AdmissionPolicy()` is the default policy.
+    """One `OriginRule` per `Origin`, read-only, and the classifier's threshold.
+    `AdmissionPolicy()` is the default policy.
 
     Origins missing from `rules` are denied: a table that forgets an origin must fail closed.
-    Two policies are equal iff their rules are; equal policies have equal fingerprints.
+    `classifier_threshold` None means the threshold calibrated with the shipped weights.
+    Two policies are equal iff their rules and thresholds are; equal policies have equal
+    fingerprints.
     """
 
     rules: Mapping[Origin, OriginRule] = field(default_factory=default_rules)
+    classifier_threshold: float | None = None
 
     def __post_init__(self) -> None:
+        threshold = shipped_threshold() if self.classifier_threshold is None else self.classifier_threshold
+        object.__setattr__(self, "classifier_threshold", check_threshold("classifier_threshold", threshold))
         if not isinstance(self.rules, Mapping):
             raise InvalidArguments("admission policy rules must be a mapping of origin to rule")
         table: dict[Origin, OriginRule] = {origin: _DENY for origin in Origin}
@@ -251,7 +280,12 @@ class AdmissionPolicy:
         for key, value in changes.items():
             origin = _origin_key(key)
             table[origin] = _as_rule(origin, value, table[origin])
-        return AdmissionPolicy(table)
+        return AdmissionPolicy(table, self.classifier_threshold)
+
+    def with_classifier_threshold(self, threshold: float | None) -> "AdmissionPolicy":
+        """A new policy with another classifier threshold (None: the shipped, calibrated one).
+        Lower refuses more notes; `tightened` never raises it."""
+        return AdmissionPolicy(self.rules, threshold)
 
     def tightened(self, **changes: Any) -> "AdmissionPolicy":
         """Like `with_rules`, but refuses any change that would admit more than before.
@@ -260,10 +294,16 @@ class AdmissionPolicy:
         careful but not less: a tightened policy never admits a record the original refused,
         nor at a higher confidence.
         """
+        threshold = changes.pop("classifier_threshold", None)
         new = self.with_rules(**changes)
         for origin in Origin:
             if not new.rules[origin].is_no_looser_than(self.rules[origin]):
                 raise InvalidArguments(f"tightened() would loosen the rule for {origin.value}")
+        if threshold is not None:
+            threshold = check_threshold("classifier_threshold", threshold)
+            if threshold > self.classifier_threshold:
+                raise InvalidArguments("tightened() would raise the classifier threshold")
+            new = new.with_classifier_threshold(threshold)
         return new
 
     def deny(self, *origins: Origin | str) -> "AdmissionPolicy":
@@ -273,15 +313,19 @@ class AdmissionPolicy:
     # -- identity ------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """The canonical, complete form: every origin, every rule field."""
+        """The canonical, complete form: every origin, every rule field, the classifier's
+        threshold and the weights it applies to."""
         return {
             "version": POLICY_FORMAT_VERSION,
             "rules": {origin.value: self.rules[origin].to_json() for origin in Origin},
+            "classifier_threshold": self.classifier_threshold,
+            "classifier_weights": _weights_id(),
         }
 
     @property
     def fingerprint(self) -> str:
-        """"ap1:" + 16 hex chars of sha256 over the canonical JSON of the rules.
+        """"ap1:" + 16 hex chars of sha256 over the canonical JSON of the rules, the classifier
+        threshold and the SHA-256 of the classifier's weights.
 
         Stable across processes and Python versions: the canonical JSON (pymem.vocabulary) is
         key-sorted with fixed separators, and floats render with `repr`, which round-trips exactly.
@@ -291,7 +335,7 @@ class AdmissionPolicy:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AdmissionPolicy):
             return NotImplemented
-        return dict(self.rules) == dict(other.rules)
+        return dict(self.rules) == dict(other.rules) and self.classifier_threshold == other.classifier_threshold
 
     def __hash__(self) -> int:
         return hash(self.fingerprint)
@@ -310,14 +354,19 @@ class AdmissionPolicy:
             {"version": 1,
              "rules": {"model_inferred": {"ceiling": 0.4}, "tool_output": {"persist": false}},
              "inferred_ceiling": 0.5, "tool_ceiling": 0.5, "injected_ceiling": 0.3,
-             "deny_origins": ["injected_context"]}
+             "deny_origins": ["injected_context"],
+             "classifier_threshold": 0.7, "classifier_weights": "sha256:..."}
 
         Partial rules are merged over the base rule of the same origin. The shorthand ceilings
-        apply after `rules`, `deny_origins` last. The output of `to_json` is accepted verbatim.
+        apply after `rules`, `deny_origins` last. `classifier_threshold` is a number in (0, 1]
+        (null: the shipped, calibrated one); `classifier_weights`, when given, must name the
+        shipped weights: a threshold chosen for other weights is refused, not carried over.
+        The output of `to_json` is accepted verbatim.
         """
         if not isinstance(data, Mapping):
             raise InvalidArguments(f"an admission policy must be a JSON object, not {type(data).__name__}")
-        allowed = {"version", "rules", "inferred_ceiling", "tool_ceiling", "injected_ceiling", "deny_origins"}
+        allowed = {"version", "rules", "inferred_ceiling", "tool_ceiling", "injected_ceiling", "deny_origins",
+                   "classifier_threshold", "classifier_weights"}
         unknown = sorted(str(k)[:64] for k in data if k not in allowed)
         if unknown:
             raise InvalidArguments(
@@ -347,6 +396,14 @@ class AdmissionPolicy:
             if isinstance(deny, str) or not isinstance(deny, (list, tuple)):
                 raise InvalidArguments("admission policy 'deny_origins' must be a list of origins")
             policy = policy.deny(*deny)
+        if "classifier_weights" in data and data["classifier_weights"] != _weights_id():
+            raise InvalidArguments(
+                "admission policy 'classifier_weights' names other classifier weights than this pymem ships "
+                f"({_weights_id()[:19]}...); choose the threshold again for these weights and drop the key")
+        if "classifier_threshold" in data:
+            value = data["classifier_threshold"]
+            policy = policy.with_classifier_threshold(
+                None if value is None else check_threshold("admission policy 'classifier_threshold'", value))
         return policy
 
     @classmethod
@@ -376,8 +433,8 @@ class AdmissionPolicy:
 
         ``PYMEM_POLICY_FILE`` (a JSON file, see `from_json`) is applied first, then the simple
         overrides ``PYMEM_INFERRED_CEILING``, ``PYMEM_TOOL_CEILING``, ``PYMEM_INJECTED_CEILING``
-        (numbers in [0, 1]) and ``PYMEM_DENY_ORIGINS`` (comma-separated origins). Empty
-        variables count as unset.
+        (numbers in [0, 1]), ``PYMEM_DENY_ORIGINS`` (comma-separated origins) and
+        ``PYMEM_CLASSIFIER_THRESHOLD`` (a number in (0, 1]). Empty variables count as unset.
         """
         env = os.environ if environ is None else environ
         policy = cls()
@@ -404,6 +461,14 @@ class AdmissionPolicy:
                 policy = policy.deny(*names)
             except InvalidArguments as exc:
                 raise InvalidArguments(f"PYMEM_DENY_ORIGINS: {exc}") from None
+        raw = (env.get("PYMEM_CLASSIFIER_THRESHOLD") or "").strip()
+        if raw:
+            try:
+                value = float(raw)
+            except ValueError:
+                raise InvalidArguments(
+                    f"PYMEM_CLASSIFIER_THRESHOLD must be a number in (0, 1], got {raw[:32]!r}") from None
+            policy = policy.with_classifier_threshold(check_threshold("PYMEM_CLASSIFIER_THRESHOLD", value))
         return policy
 
 

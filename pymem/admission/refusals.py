@@ -8,8 +8,10 @@ takes its own pooled connection, appends the event to the tenant's hash chain th
 
 What is recorded. The decision, the action class (`memory.persist`), the writing tool
 (`memory.write:<source>`), origin, adapter, actor, the reason, the detector signature if one
-matched, the admission policy's fingerprint, and `sha256:` of the canonical JSON of the
-arguments. Never the content: an audit trail that quotes a poisoned note has copied the poison
+matched (a signature's name, `classifier.v1` or a structural signal's name), the classifier's
+score and the `sha256:` digest of the piece of the note that decided it when the classifier ran,
+the admission policy's fingerprint, and `sha256:` of the canonical JSON of the arguments. Never
+the content: an audit trail that quotes a poisoned note has copied the poison
 somewhere else. The SQL function checks the shapes again (a digest must look like one, a reason
 is short, no control characters), because the app role can call it directly. Reading the
 refusals back is pymem.integrity.audit.
@@ -25,6 +27,7 @@ from psycopg import errors as pgerr
 from .. import db, queries
 from ..errors import ServerError
 from ..vocabulary import MAX_REFUSAL_REASON, MAX_REFUSAL_SOURCE, is_plain_text
+from .classifier import classify
 from .scanning import instruction_shaped
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,23 +55,29 @@ def _clean(text: str, limit: int) -> str:
 
 def audit_source(source: str | None) -> str | None:
     """The provenance source as the audit may record it: short, one line, and never itself
-    instruction-shaped (a refused note's source can be part of the payload)."""
+    instruction-shaped, by the signatures or the classifier (a refused note's source can be part
+    of the payload)."""
     if source is None:
         return None
     cleaned = _clean(source, MAX_SOURCE)
     if not cleaned:
         return None
-    if instruction_shaped(source) is not None:
+    if instruction_shaped(source) is not None or classify(source).refused:
         return "redacted"
     return cleaned
 
 
 def record_refusal(store: "Store", ctx: "Context", *, origin: str, source: str | None, reason: str,
-                   signature: str | None, digest: str, policy_fingerprint: str | None) -> int:
+                   signature: str | None, digest: str, policy_fingerprint: str | None, score: float | None = None,
+                   piece_digest: str | None = None) -> int:
     """Append an `admission.refused` event to the context tenant's chain and COMMIT it, on a
-    pooled connection and in a transaction of its own. Returns the event's ledger seq."""
+    pooled connection and in a transaction of its own. Returns the event's ledger seq.
+
+    `score` (the classifier's, in [0, 1]) and `piece_digest` (sha256 of the deciding piece) are
+    recorded when the classifier ran; the SQL function checks both again."""
     args = (origin, audit_source(source), _clean(reason, MAX_REASON) or "refused", signature, digest,
-            policy_fingerprint)
+            policy_fingerprint, None if score is None else round(float(score), 6),
+            piece_digest if score is not None else None)
     try:
         with store.pool.connection() as conn:
             with db.transaction(conn, ctx):
@@ -86,6 +95,6 @@ def record_refusal(store: "Store", ctx: "Context", *, origin: str, source: str |
                 "is locked by another open transaction (one that already wrote to this tenant, perhaps the "
                 "caller's own)") from exc
         raise
-    log.info("admission refused: tenant=%s origin=%s signature=%s audit_seq=%s digest=%s",
-             ctx.tenant, origin, signature, seq, digest)
+    log.info("admission refused: tenant=%s origin=%s signature=%s score=%s audit_seq=%s digest=%s",
+             ctx.tenant, origin, signature, score, seq, digest)
     return int(seq)

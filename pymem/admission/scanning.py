@@ -14,18 +14,21 @@ reports by Friday") pass. Signatures therefore prefer second-person or imperativ
 (clause-initial base-form verbs, "you must ...") over the bare words.
 
 Not covered (by design, documented): encodings (base64, rot13), other natural languages,
-paraphrases with no instruction shape. Those belong to a model-based guard, which `rejudge`
-accepts as a pluggable `guard`.
+paraphrases with no instruction shape. Shapes the signatures were never written for are the
+learned classifier's (pymem.admission.classifier), which the gate runs after them; a
+model-based guard can be plugged into `rejudge` as well.
 
-The detector is three modules: pymem.admission.normalise (the text every signature sees),
-pymem.admission.signatures (the named patterns) and this one (scanning values for them).
+The signatures are three modules: pymem.admission.normalise (the text every signature sees),
+pymem.admission.signatures (the named patterns) and this one (scanning values for them, walked
+as pymem.admission.pieces walks them for the classifier).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 from .normalise import variants
+from .pieces import MAX_DEPTH, TOO_DEEP, TooDeep, strings
 from .signatures import INSTRUCTION_SIGNATURES, SQUASHED_SIGNATURES
 
 __all__ = ["instruction_shaped", "scan_text", "MAX_DEPTH", "TOO_DEEP"]
@@ -34,10 +37,9 @@ __all__ = ["instruction_shaped", "scan_text", "MAX_DEPTH", "TOO_DEEP"]
 # scanning
 # ----------------------------------------------------------------------------------------------
 
-#: Deepest nesting scanned. Deeper structures are refused rather than partly scanned: a value
-#: the gate cannot fully read must not pass as clean.
-MAX_DEPTH = 64
-TOO_DEEP = "structure.too_deep"
+# MAX_DEPTH, the deepest nesting scanned: deeper structures are refused (TOO_DEEP) rather than
+# partly scanned, since a value the gate cannot fully read must not pass as clean. The classifier
+# reads values the same way (pymem.admission.pieces).
 
 
 def scan_text(text: str) -> str | None:
@@ -55,33 +57,6 @@ def scan_text(text: str) -> str | None:
     return None
 
 
-def _strings(value: Any, depth: int, seen: set[int]) -> Iterator[str]:
-    if depth > MAX_DEPTH:
-        raise _TooDeep
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        yield bytes(value).decode("utf-8", errors="replace")
-    elif isinstance(value, dict) or hasattr(value, "items") and callable(value.items):
-        if id(value) in seen:
-            return
-        seen.add(id(value))
-        for k, v in value.items():
-            yield from _strings(k, depth + 1, seen)
-            yield from _strings(v, depth + 1, seen)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        if id(value) in seen:
-            return
-        seen.add(id(value))
-        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        for v in items:
-            yield from _strings(v, depth + 1, seen)
-
-
-class _TooDeep(Exception):
-    pass
-
-
 def instruction_shaped(value: Any) -> str | None:
     """The name of the instruction signature `value` matches, or None.
 
@@ -91,10 +66,8 @@ def instruction_shaped(value: Any) -> str | None:
     `MAX_DEPTH` return "structure.too_deep".
     """
     try:
-        parts = list(_strings(value, 0, set()))
-    except _TooDeep:
-        return TOO_DEEP
-    except RecursionError:
+        parts = list(strings(value))
+    except (TooDeep, RecursionError):
         return TOO_DEEP
     for part in parts:
         found = scan_text(part)

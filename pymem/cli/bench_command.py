@@ -23,10 +23,13 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @click.option("--langgraph", "langgraph", is_flag=True,
               help="Instead: PymemStore against LangGraph's PostgresStore on the same items, in namespaces "
                    "holding 0.1 %, 1 %, 10 % and 50 % of them (needs pip install 'pymem[test]').")
+@click.option("--admission", is_flag=True,
+              help="Instead: the write gate's content check per note, signatures only vs with the classifier "
+                   "(offline, no database).")
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, as_json: bool) -> None:
+          keep: bool, langgraph: bool, admission: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
@@ -41,8 +44,21 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     settings and PostgresStore with iterative scans switched on: p50/p95, the share of searches
     returning the full top_k and recall@k vs exact search.
 
+    With --admission, instead: the write gate's content check on 400 ordinary notes of 50 to
+    2,000 characters, as it was (signatures only) and as it is (signatures + the classifier),
+    p50/p99 per note side by side, and the ratio against the goal of at most 2x.
+
     Example: pymem bench --rows 20000 --queries 50
     """
+    if admission:
+        from ..tools.admission_bench import format_admission_report, run_admission_bench
+
+        result = run_admission_bench(progress=lambda message: stderr(f"bench: {message}"))
+        if as_json:
+            echo_json(result)
+        else:
+            click.echo(format_admission_report(result))
+        return
     if langgraph:
         from ..tools import langgraph_bench as tool
 

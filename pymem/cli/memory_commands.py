@@ -45,17 +45,20 @@ def _admitted_json(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def _refused_json(exc: MemoryAdmissionError) -> dict[str, Any]:
-    return {"decision": "refused", "reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq}
+    return {"decision": "refused", "reason": exc.reason, "signature": exc.signature, "score": exc.score,
+            "audit_seq": exc.audit_seq}
 
 
 def report_refusal(exc: MemoryAdmissionError, as_json: bool) -> None:
-    """Print a refusal (reason, signature, audit seq) and exit 1."""
+    """Print a refusal (reason, signature, classifier score, audit seq) and exit 1."""
     if as_json:
         echo_json(_refused_json(exc))
     else:
         click.echo(f"refused: {exc.reason}")
         if exc.signature:
             click.echo(f"  signature: {exc.signature}")
+        if exc.score is not None:
+            click.echo(f"  classifier score: {exc.score:.3f}")
         click.echo(f"  audit seq: {exc.audit_seq if exc.audit_seq is not None else 'none (not audited)'}")
     raise SystemExit(1)
 
@@ -287,8 +290,9 @@ def audit_refusals(since: str | None, limit: int, ctx: Context, as_json: bool) -
     """List the context tenant's admission refusals (pymem.audit_refusals), oldest first.
 
     Each refusal shows who (actor, adapter), which origin and tool (memory.write:SOURCE), why,
-    the detector signature if one matched, and a sha256 digest of the arguments: the refused
-    content itself is never stored.
+    the detector signature if one matched (or `classifier.v1` / a `signal.*` name, with the
+    classifier's score and the sha256 of the piece of the note that decided), and a sha256 digest
+    of the arguments: the refused content itself is never stored.
 
     Example: pymem audit refusals --tenant acme --since 2026-01-01T00:00:00Z
     """
@@ -299,7 +303,7 @@ def audit_refusals(since: str | None, limit: int, ctx: Context, as_json: bool) -
             echo_json(row.to_json())
         return
     table([{**r.to_json(), "occurred_at": r.occurred_at.isoformat(timespec="seconds")} for r in rows],
-          ["seq", "occurred_at", "actor", "adapter", "origin", "tool", "signature", "reason", "args_digest"])
+          ["seq", "occurred_at", "actor", "adapter", "origin", "tool", "signature", "score", "reason", "args_digest"])
 
 
 @audit_group.command("history")

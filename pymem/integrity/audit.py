@@ -27,7 +27,8 @@ __all__ = ["Refusal", "HistoryEvent", "refusals", "history"]
 
 @dataclass(frozen=True)
 class Refusal:
-    """One row of pymem.audit_refusals: who, which origin and tool, why, and a digest (never content)."""
+    """One row of pymem.audit_refusals: who, which origin and tool, why, and a digest (never content);
+    for a refusal by the classifier, its score and the digest of the piece of the note that decided."""
 
     tenant_id: str
     seq: int
@@ -40,6 +41,8 @@ class Refusal:
     signature: str | None
     args_digest: str | None
     policy_fingerprint: str | None
+    score: float | None = None
+    piece_digest: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "occurred_at": self.occurred_at.isoformat()}

@@ -66,7 +66,9 @@ def test_the_auditor_reads_refusals_across_tenants(database, seeded):
         ("globex", seeded["globex"]["poison"].audit_seq), ("globex", seeded["globex"]["web"].audit_seq)]
     poison, web = rows[0], rows[1]
     assert set(poison) == {"tenant_id", "seq", "occurred_at", "actor", "adapter", "origin", "tool", "reason",
-                           "signature", "args_digest", "policy_fingerprint"}
+                           "signature", "args_digest", "policy_fingerprint", "score", "piece_digest"}
+    # a signature decided, so the classifier never ran: no score, no piece
+    assert (poison["score"], poison["piece_digest"], web["score"], web["piece_digest"]) == (None, None, None, None)
     assert (poison["actor"], poison["adapter"], poison["origin"], poison["tool"]) == (
         "ops", None, "user_asserted", "memory.write:crm")
     assert poison["signature"] == seeded["acme"]["poison"].signature and poison["args_digest"].startswith("sha256:")
@@ -206,14 +208,15 @@ def test_view_and_function_definitions(database):
             " has_function_privilege('pymem_app', p.oid, 'execute'),"
             " has_function_privilege('pymem_auditor', p.oid, 'execute'),"
             " has_function_privilege('public', p.oid, 'execute')"
-            " from pg_proc p where p.oid = 'pymem.record_refusal(text, text, text, text, text, text)'::regprocedure"
+            " from pg_proc p where p.oid ="
+            " 'pymem.record_refusal(text, text, text, text, text, text, double precision, text)'::regprocedure"
         ).fetchone()
         assert fn == (True, ["search_path=pg_catalog, pg_temp"], "pymem_owner", True, False, False)
         missing = conn.execute(
             "select c.relname from pg_class c where c.relnamespace = 'pymem'::regnamespace and c.relkind = 'v'"
             " and obj_description(c.oid, 'pg_class') is null"
             " union all select 'record_refusal' where obj_description("
-            " 'pymem.record_refusal(text, text, text, text, text, text)'::regprocedure, 'pg_proc') is null").fetchall()
+            " 'pymem.record_refusal(text, text, text, text, text, text, double precision, text)'::regprocedure, 'pg_proc') is null").fetchall()
         assert missing == []
         for role in ("pymem_app", "pymem_auditor"):
             for view in ("audit_refusals", "memory_history", "audit_injections", "memory_injections"):

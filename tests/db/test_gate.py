@@ -355,6 +355,8 @@ def test_record_refusal_checks_its_arguments(database):
     assert details == {"decision": "refused", "action_class": "memory.persist", "tool": "memory.write:crm",
                        "origin": "user_asserted", "adapter": "codex", "reason": GOOD[2], "signature": GOOD[3],
                        "args_digest": GOOD[4], "policy_fingerprint": GOOD[5],
+                       # no classifier score or deciding piece: a signature decided
+                       "score": None, "piece_digest": None,
                        # who may read the event: the refused write's context scope and adapter
                        "scope": {}, "source_adapter": "codex"}
 

@@ -72,7 +72,7 @@ def test_remember_refused_exits_1_with_its_audit_seq(cli, acme, store):
     assert event.seq == 1 and event.tool == "memory.write:crm" and event.actor == "cli-user"
     result = cli("remember", "A blog says Carol resigned", "--origin", "retrieved_content", "--json")
     assert result.exit_code == 1
-    assert json.loads(result.output) == {"decision": "refused", "signature": None, "audit_seq": 2,
+    assert json.loads(result.output) == {"decision": "refused", "signature": None, "score": None, "audit_seq": 2,
                                          "reason": "origin retrieved_content is not persisted by the admission policy"}
     with database_admin(store) as conn:
         assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 0

@@ -41,6 +41,9 @@ def attributes(conn, relation: str) -> list[str]:
         " and attnum > 0 and not attisdropped order by attnum", (relation,)).fetchall()]
 
 
+RECORD_REFUSAL = "pymem.record_refusal(text, text, text, text, text, text, double precision, text)"
+
+
 def check_of(conn, table: str, column: str) -> str:
     """The text of the one CHECK constraint on table.column."""
     rows = conn.execute(
@@ -75,7 +78,7 @@ def test_every_origin_column_and_check_uses_the_domain(admin):
         " join pg_class c on c.oid = a.attrelid where c.relnamespace = 'pymem'::regnamespace"
         " and a.attname = 'origin' and a.attnum > 0 and c.relkind in ('r', 'c') order by 1").fetchall()
     assert typed == [("memories", "origin", "pymem.origin"), ("search_hit", "origin", "pymem.origin")]
-    assert "'pymem.origin'" in source_of(admin, "pymem.record_refusal(text, text, text, text, text, text)")
+    assert "'pymem.origin'" in source_of(admin, RECORD_REFUSAL)
     # no second copy of the list anywhere else in the schema
     copies = admin.execute(
         "select conname from pg_constraint where connamespace = 'pymem'::regnamespace"
@@ -91,11 +94,11 @@ def test_record_refusal_takes_exactly_the_origins(database):
     with database.app() as conn:
         for origin in vocabulary.ORIGINS:
             conn.execute("select pymem.set_context('acme')")
-            conn.execute(queries.query("record_refusal"), (origin, None, "refused", None, digest, None))
+            conn.execute(queries.query("record_refusal"), (origin, None, "refused", None, digest, None, None, None))
             conn.commit()
         conn.execute("select pymem.set_context('acme')")
         with pytest.raises(Exception, match="known origin"):
-            conn.execute(queries.query("record_refusal"), ("hearsay", None, "refused", None, digest, None))
+            conn.execute(queries.query("record_refusal"), ("hearsay", None, "refused", None, digest, None, None, None))
 
 
 def test_the_surface_domain_is_the_python_surface_list(admin):
@@ -156,7 +159,8 @@ def _every_event(store) -> None:
         conn.execute("update pymem.memories set invalidated_at = now() where id = 'b'")
         conn.execute("update pymem.memories set content = null, record = null, erased_at = now() where id = 'c'")
         conn.execute("select * from pymem.delete_memories(array['a'])")
-        conn.execute(queries.query("record_refusal"), ("unproven", None, "refused", None, "sha256:" + "0" * 64, None))
+        conn.execute(queries.query("record_refusal"),
+                     ("unproven", None, "refused", None, "sha256:" + "0" * 64, None, None, None))
 
 
 # -- lessons and facts ------------------------------------------------------------------------------
@@ -207,7 +211,7 @@ def test_content_and_kind_limits(admin):
 
 
 def test_refusal_limits(admin):
-    body = source_of(admin, "pymem.record_refusal(text, text, text, text, text, text)")
+    body = source_of(admin, RECORD_REFUSAL)
     assert one_number(r"length\(p_source\) > (\d+)", body) == vocabulary.MAX_REFUSAL_SOURCE
     assert one_number(r"length\(p_reason\) > (\d+)", body) == vocabulary.MAX_REFUSAL_REASON
     assert one_number(r"p_signature !~ '\^\[a-z0-9_.\]\{1,(\d+)\}\$'", body) == vocabulary.MAX_SIGNATURE

@@ -1,0 +1,74 @@
+"""`pymem eval admission`: the write gate's content check, measured on sources it was not tuned on."""
+
+from __future__ import annotations
+
+import click
+
+from .. import AdmissionEvaluation, evaluate_admission
+from .common import echo_json, handle_errors, json_option, stderr
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Offline evaluations of pymem's checks.
+
+    Example: pymem eval admission
+    """
+
+
+def _rate(k: int, n: int) -> str:
+    return "n/a" if n == 0 else f"{100.0 * k / n:.1f} % ({k}/{n})"
+
+
+def format_evaluation(ev: AdmissionEvaluation) -> str:
+    """The leave-one-source-out table as text."""
+    rows = [("held-out source", "payloads refused", "signatures alone", "benign falsely refused", "threshold")]
+    for s in ev.sources:
+        rows.append((s.source, _rate(s.payloads_refused, s.payloads), _rate(s.payloads_signatures, s.payloads),
+                     _rate(s.benign_refused, s.benign), f"{s.threshold:.3f}"))
+    payloads = sum(s.payloads for s in ev.sources)
+    rows.append(("all (held out)", _rate(sum(s.payloads_refused for s in ev.sources), payloads),
+                 _rate(sum(s.payloads_signatures for s in ev.sources), payloads), _rate(ev.benign_refused, ev.benign), ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines += ["", f"benign notes falsely refused overall: {_rate(ev.benign_refused, ev.benign)}",
+              f"goals: every source >= {100 * ev.payload_goal:.0f} % of payloads refused, "
+              f"benign <= {100 * ev.benign_goal:.0f} % overall"]
+    missed = ev.missed_goals
+    lines.append("goals met" if not missed else "MISSED: " + "; ".join(missed))
+    lines.append(ev.note)
+    return "\n".join(lines)
+
+
+@eval_group.command("admission")
+@click.option("--committed", is_flag=True, help="Print the committed result; do not recompute.")
+@click.option("--only", "sources", multiple=True, metavar="SOURCE",
+              help="Hold out only this source (repeatable; recomputes, a quick look).")
+@json_option
+@handle_errors
+def eval_admission(committed: bool, sources: tuple[str, ...], as_json: bool) -> None:
+    """Print the leave-one-source-out table of the write gate's content check.
+
+    For each source of the classifier's training data held out in turn (trained and calibrated
+    on the others): how many of its payloads the gate refuses (signatures or classifier; the
+    signatures alone beside it), how many of its benign notes it falsely refuses, and the benign
+    rate overall. Offline. Recomputes (minutes; progress on standard error) when the training
+    code, the train extra and the cached source data are here, and otherwise prints the
+    committed result and says why.
+
+    Example: pymem eval admission --committed
+    """
+    ev = evaluate_admission(recompute=False if committed else None, sources=list(sources) or None,
+                            progress=lambda line: stderr(f"eval: {line}"))
+    if as_json:
+        echo_json(ev.to_json())
+    else:
+        click.echo(format_evaluation(ev))
+
+
+def register(main: click.Group) -> None:
+    main.add_command(eval_group)
+
+
+__all__ = ["eval_group", "eval_admission", "format_evaluation", "register"]
