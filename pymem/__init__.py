@@ -52,8 +52,8 @@ from .integrity.evidence import AnchorResult, ChainAudit, anchor_store, audit_ch
 from .integrity.independent import verify_independently
 from .integrity.receipts import ReceiptAudit, ReceiptFinding
 from .integrity.verify import TenantVerification, VerifyReport, verify_chain, verify_store
-from .lessons import (FiledLesson, Lesson, LessonCache, LessonsForTask, excluded_roles, file_lesson, lessons_for_task,
-                      list_lessons)
+from .lessons import (FiledLesson, Lesson, LessonCache, LessonsForTask, deliver_with_lessons, excluded_roles,
+                      file_lesson, lessons_for_task, list_lessons)
 from .migrate import upgrade_sql
 from .recall import RecallResult, RecalledMemory, WithheldMemory, WriteGate, recall
 from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
@@ -92,7 +92,7 @@ __all__ = [
     "inspect_memories", "inspect_memory", "InspectedMemory", "DeliveredLesson",
     # lessons: filed through the gate, decayed at read time, ranked into a task's block
     "LESSON_TYPES", "LESSON_HALF_LIVES", "file_lesson", "list_lessons", "lessons_for_task", "Lesson", "FiledLesson",
-    "LessonsForTask", "LessonCache", "excluded_roles",
+    "LessonsForTask", "LessonCache", "excluded_roles", "deliver_with_lessons",
     # convention receipts: signed, commit-pinned review rules
     "file_review_correction", "active_conventions", "retire_convention", "check_conventions", "Convention",
     "FiledCorrection", "ActiveConventions", "ConventionCheck",

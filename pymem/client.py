@@ -8,8 +8,9 @@
 Each method sends one /v1/call and returns the verb's JSON result, or raises the typed error its
 code stands for (pymem.service.wire): InvalidArguments, Unauthenticated, AccessDenied,
 IdempotencyConflict, RevisionMismatch, MemoryAdmissionError (with reason, signature, audit_seq),
-... so code written against the library runs against the service. Standard library only; one
-keep-alive connection per client, so use one client per thread.
+ConventionConflict (with both receipt ids), ... so code written against the library runs against
+the service. Standard library only; one keep-alive connection per client, so use one client per
+thread.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from .errors import InvalidArguments, MemoryAdmissionError, PymemError, ServerError, Unauthenticated
+from .errors import ConventionConflict, InvalidArguments, MemoryAdmissionError, PymemError, ServerError, Unauthenticated
 from .service.wire import BY_CODE, PROTOCOL
 
 __all__ = ["Client", "ServiceError"]
@@ -159,10 +160,13 @@ class Client:
         return self.call("end_session", {"session_id": session_id, "summary": summary})
 
     def deliver(self, session_id: str, query: str | None, *, turn: int | None = None, budget: int | None = None,
-                top_k: int | None = None) -> dict[str, Any]:
-        """Delivery.to_json(): the block (exactly what the agent receives), its items, its injection seq."""
-        args = {"session_id": session_id, "query": query, "turn": turn, "budget": budget, "top_k": top_k}
-        return self.call("deliver", {k: v for k, v in args.items() if v is not None or k == "query"})
+                top_k: int | None = None, lesson_tags: Sequence[str] | None = None,
+                role: str | None = None) -> dict[str, Any]:
+        """Delivery.to_json(): the block (exactly what the agent receives), its items, its injection seq;
+        with `lesson_tags` (and `role`), the lessons for the task too (deliver_with_lessons)."""
+        return self.call("deliver", {"query": query, **_given(session_id=session_id, turn=turn, budget=budget,
+                                                              top_k=top_k, lesson_tags=_listed(lesson_tags),
+                                                              role=role)})
 
     def supersede(self, old_id: str, record: Mapping[str, Any] | str, provenance: Mapping[str, Any]) -> dict[str, Any]:
         return self.call("supersede", {"old_id": old_id, "record": record if isinstance(record, str) else dict(record),
@@ -171,6 +175,61 @@ class Client:
     def erase(self, memory_id: str, reason: str) -> int:
         """The ledger seq of the erasure's event, as erase() returns it."""
         return self.call("erase", {"id": memory_id, "reason": reason})["seq"]
+
+    # -- lessons, convention receipts, shared facts (results as the library's to_json()) ----------
+
+    def file_lesson(self, content: str, tags: Sequence[str], memory_type: str, confidence: float | None = None,
+                    source_task: str | None = None, *, origin: str | None = None) -> dict[str, Any]:
+        """FiledLesson.to_json(); a refusal raises MemoryAdmissionError, as file_lesson() does."""
+        return self.call("file_lesson", _given(content=content, tags=_listed(tags), memory_type=memory_type,
+                                               confidence=confidence, source_task=source_task, origin=origin))
+
+    def list_lessons(self, *, memory_type: str | None = None, tag: str | None = None,
+                     limit: int | None = None) -> list[dict[str, Any]]:
+        return self.call("list_lessons", _given(memory_type=memory_type, tag=tag, limit=limit))
+
+    def lessons_for_task(self, tags: Sequence[str], *, role: str | None = None, limit: int | None = None,
+                         budget: int | None = None) -> dict[str, Any]:
+        """LessonsForTask.to_json(): the rendered `block` and its `lessons`."""
+        return self.call("lessons_for_task", _given(tags=_listed(tags), role=role, limit=limit, budget=budget))
+
+    def file_review_correction(self, rule_text: str, subject: str, base_commit: str, assertion: str,
+                               subject_symbol: str | None = None, *, tags: Sequence[str] | None = None,
+                               confidence: float | None = None, source_task: str | None = None,
+                               origin: str | None = None) -> dict[str, Any]:
+        """FiledCorrection.to_json(); a contradiction raises ConventionConflict naming both receipts."""
+        return self.call("file_review_correction", _given(
+            rule_text=rule_text, subject=subject, base_commit=base_commit, assertion=assertion,
+            subject_symbol=subject_symbol, tags=_listed(tags), confidence=confidence, source_task=source_task,
+            origin=origin))
+
+    def active_conventions(self) -> dict[str, Any]:
+        """{"ruleset_hash", "rules"}: the rules in force."""
+        return self.call("active_conventions")
+
+    def retire_convention(self, receipt_id: str, reason: str | None = None) -> dict[str, Any]:
+        return self.call("retire_convention", _given(receipt_id=receipt_id, reason=reason))
+
+    def publish_fact(self, tag: str, key: str, value: str, reach: str = "run", *, run_id: str | None = None,
+                     producer_task: str | None = None) -> dict[str, Any]:
+        """publish(): `reach` is the library's `scope` ("run" or "tenant")."""
+        return self.call("publish_fact", _given(tag=tag, key=key, value=value, reach=reach, run_id=run_id,
+                                                producer_task=producer_task))
+
+    def subscribe_facts(self, tag: str, reach: str = "run", *, run_id: str | None = None,
+                        read_only_from_adapters: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """subscribe(): the facts so far, oldest first (the live follow mode is not a call)."""
+        return self.call("subscribe_facts", _given(tag=tag, reach=reach, run_id=run_id,
+                                                   read_only_from_adapters=_listed(read_only_from_adapters)))
+
+
+def _given(**args: Any) -> dict[str, Any]:
+    """The arguments that were given: None leaves the service's default."""
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def _listed(values: Sequence[str] | None) -> list[str] | None:
+    return None if values is None else list(values)
 
 
 def _error(status: int, envelope: Any) -> PymemError:
@@ -187,6 +246,10 @@ def _error(status: int, envelope: Any) -> PymemError:
                             audit_seq=details.get("audit_seq"))
     if known.raises is Unauthenticated:
         return Unauthenticated(code, message)
+    if known.raises is ConventionConflict:
+        details = error.get("details") or {}
+        return ConventionConflict(message, receipt_id=str(details.get("receipt_id", "")),
+                                  conflicting_id=str(details.get("conflicting_id", "")))
     exc = known.raises(message)
     exc.code = code  # type: ignore[attr-defined]  # the wire code, for callers that branch on it
     return exc

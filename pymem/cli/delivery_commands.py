@@ -7,9 +7,9 @@ import json
 
 import click
 
-from .. import (SURFACES, Context, MemoryAdmissionError, Provenance, PymemError, deliver, end_session, erase,
-                erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections, recall_session,
-                replace_summary, session_injections, start_session, supersede)
+from .. import (SURFACES, Context, MemoryAdmissionError, Provenance, PymemError, deliver_with_lessons, end_session,
+                erase, erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections,
+                recall_session, replace_summary, session_injections, start_session, supersede)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, audit_group, report_refusal
 
@@ -177,24 +177,31 @@ def session_erase(session_id: str, reason: str, ctx: Context, as_json: bool) -> 
 @click.option("--top-k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Recalled memories.")
 @click.option("--floor", type=click.FloatRange(-1, 1),
               help="Similarity floor [default: PYMEM_SIMILARITY_FLOOR or 0.35].")
+@click.option("--lesson-tag", "lesson_tags", multiple=True, metavar="TAG",
+              help="A tag of the task at hand (repeatable): add the lessons for it.")
+@click.option("--role", help="The role of the agent taking the task (with --lesson-tag; some roles get no lessons).")
 @context_options
 @json_option
 @handle_errors
 def deliver_command(session_id: str, query: str, turn: int | None, budget: int, top_k: int, floor: float | None,
-                    ctx: Context, as_json: bool) -> None:
+                    lesson_tags: tuple[str, ...], role: str | None, ctx: Context, as_json: bool) -> None:
     """Print exactly the block an agent receives for this turn, and record the injection.
 
     The block is one envelope of reference data: a digest of the other sessions (id, time,
     surface, topic), the hot memories, and the memories recalled for QUERY (re-judged, above the
     similarity floor, ranked by similarity, trust tier and recency), within the token budget.
-    The turn's injection record (ids and the block's sha256) goes into the ledger; its seq is
+    With --lesson-tag, the lessons for a task with those tags come too (as `pymem lessons
+    for-task` picks them, for --role), in a section of their own. The turn's injection record
+    (ids, the lessons named as such, and the block's sha256) goes into the ledger; its seq is
     printed on stderr (in the JSON with --json). An incognito session receives nothing.
 
-    Example: pymem deliver --session chat-43 --query "which currency does Initech pay in?"
+    Example: pymem deliver --session chat-43 --query "which currency does Initech pay in?" --lesson-tag billing --role coder
     """
+    if role is not None and not lesson_tags:
+        raise click.UsageError("--role goes with --lesson-tag")
     with open_store() as store:
-        delivery = deliver(store.bind(ctx), session_id, query, turn=turn, budget=budget, top_k=top_k, floor=floor,
-                           embedder=_embedder(store))
+        delivery = deliver_with_lessons(store.bind(ctx), session_id, query, lesson_tags or None, role=role, turn=turn,
+                                        budget=budget, top_k=top_k, floor=floor, embedder=_embedder(store))
     if as_json:
         echo_json(delivery.to_json())
         return
@@ -202,9 +209,12 @@ def deliver_command(session_id: str, query: str, turn: int | None, budget: int, 
         stderr(f"session {session_id} is incognito: nothing delivered, nothing recorded")
         return
     click.echo(delivery.text)
+    lessons = f", {len(delivery.lessons)} lessons" if lesson_tags else ""
     stderr(f"injection record: ledger seq {delivery.injection_seq} (turn {delivery.turn}, {delivery.tokens} of "
-           f"{delivery.budget} tokens, {len(delivery.items)} memories, {len(delivery.digest)} sessions"
+           f"{delivery.budget} tokens, {len(delivery.items)} memories{lessons}, {len(delivery.digest)} sessions"
            + (f", {delivery.truncated} left out)" if delivery.truncated else ")"))
+    if delivery.lessons:
+        stderr(f"  lessons: {', '.join(lesson.id for lesson in delivery.lessons)}")
 
 
 @click.command("supersede")
@@ -367,6 +377,7 @@ def audit_injections(session_id: str | None, turn: int | None, memory_id: str | 
                    f"{r.budget} tokens ({r.counter}), {r.truncated} left out")
         click.echo(f"  memories: {', '.join(r.memory_ids) or '(none)'}")
         click.echo(f"  hot: {', '.join(r.hot_ids) or '(none)'}")
+        click.echo(f"  lessons: {', '.join(r.lesson_ids) or '(none)'}")
         click.echo(f"  digest sessions: {', '.join(r.digest_sessions) or '(none)'}")
         click.echo(f"  block sha256: {r.block_sha256}")
 

@@ -53,8 +53,10 @@ def mcp_command(ctx: Context) -> None:
     """Serve the MCP tools over stdio, acting in this command's context.
 
     For agent hosts that start pymem as a subprocess: tools remember, recall, deliver, get, list,
-    forget (erase), supersede, and add_memories, search_memory, list_memories, delete_memories. The tenant, actor, adapter and
-    scope are the command's (--tenant ... or PYMEM_*); tool arguments cannot change them.
+    forget (erase), supersede; add_memories, search_memory, list_memories, delete_memories; and
+    file_lesson, list_lessons, lessons_for_task, file_review_correction, active_conventions,
+    retire_convention, publish_fact, subscribe_facts. The tenant, actor, adapter and scope are
+    the command's (--tenant ... or PYMEM_*); tool arguments cannot change them.
 
     Example: pymem mcp --tenant acme --actor agent-1 --adapter claude-code
     """

@@ -39,7 +39,8 @@ from ..embedder import Embedder
 from ..errors import AccessDenied, ConventionConflict, InvalidArguments, NotFound
 from ..integrity.receipts import ReceiptForm, rule_sha256
 from ..integrity.signing import load_or_create_key
-from ..lessons.filing import FiledLesson, check_lesson_tags, lock_for_filing, screen_lesson, write_lesson
+from ..lessons.filing import (FiledLesson, check_lesson, check_lesson_tags, lock_for_filing, screen_lesson,
+                              write_lesson)
 from ..storage.validate import check_id
 from ..vocabulary import MAX_REFUSAL_REASON, is_plain_text
 from .repository import head_commit, symbol_resolves
@@ -50,12 +51,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
 
 __all__ = ["Convention", "FiledCorrection", "ActiveConventions", "ConventionCheck", "file_review_correction",
-           "active_conventions", "retire_convention", "check_conventions", "CONVENTION_TAG", "DEFAULT_ORIGIN"]
+           "active_conventions", "retire_convention", "check_conventions", "CONVENTION_TAG", "DEFAULT_ORIGIN",
+           "RETIRE_REASON"]
 
 #: Every feedback lesson filed with a receipt carries this tag (and the subject as another).
 CONVENTION_TAG = "convention"
 #: A reviewer's correction is the user's word.
 DEFAULT_ORIGIN = "user_asserted"
+#: What the chain records as the reason when a rule is retired without one.
+RETIRE_REASON = "retired by hand"
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,8 @@ def file_review_correction(memories: "Memories", rule_text: str, subject: str, b
     assertion = check_assertion(assertion)
     subject_symbol = check_symbol(subject_symbol)
     lesson_tags = check_lesson_tags([CONVENTION_TAG, subject, *check_lesson_tags(tags, required=False)])
+    # the feedback lesson's own fields, checked as any lesson's are (nothing is filed otherwise)
+    _, _, _, confidence, source_task = check_lesson(rule_text, lesson_tags, "feedback", confidence, source_task)
     ctx = memories.ctx
     key = load_or_create_key(memories.store.settings.signing_key_path)
     with memories.store.transaction(ctx, conn) as c:
@@ -241,7 +247,7 @@ def _end(c: psycopg.Connection, tenant: str, receipt_id: str, status: str, reaso
     c.execute(queries.query("end_convention"), (tenant, receipt_id, status, reason, commit))
 
 
-def retire_convention(memories: "Memories", receipt_id: str, reason: str = "retired by hand", *,
+def retire_convention(memories: "Memories", receipt_id: str, reason: str = RETIRE_REASON, *,
                       conn: psycopg.Connection | None = None) -> Convention:
     """Take a rule out of force (a convention.retired event; the receipt stays). Only the adapter
     that filed it, or the operator, may. NotFound when no such rule is in force here."""

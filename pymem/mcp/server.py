@@ -3,9 +3,10 @@
 Tools: remember (the write gate; a refusal is a tool error naming the reason), recall (kept and
 withheld), deliver (the block a turn receives; starts the session on first use), get, list, forget
 (erase: content gone, hash and reason chained), supersede; and the shapes agents are already wired
-for: add_memories, search_memory, list_memories, delete_memories. Each runs one verb of pymem.service.verbs through
-the Service, so a tool answers what the HTTP call and the library call answer. Records come back
-without their vectors.
+for: add_memories, search_memory, list_memories, delete_memories; and the tools for lessons,
+convention receipts and shared facts (pymem.mcp.lesson_tools). Each runs one verb of
+pymem.service.verbs through the Service, so a tool answers what the HTTP call and the library call
+answer. Records come back without their vectors.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..service.failures import log_unexpected
 from ..service.verbs import REFUSED_ARGS, Service, version
 from ..service.wire import code_for
 from ..vocabulary import ORIGINS, SURFACES, VECTOR_KEYS
+from .lesson_tools import LESSON_TOOLS, register_lesson_tools
 
 __all__ = ["build_mcp_server", "identity_from_request", "fixed_identity", "TOOLS", "ALIASES"]
 
@@ -44,9 +46,10 @@ INSTRUCTIONS = (
     "something worth knowing in later conversations, saying where it came from: user_asserted when the "
     "user said it, model_inferred when you concluded it, tool_output with a citation. Instruction-shaped "
     "text and retrieved content are refused. Use recall (or search_memory) before answering from memory: "
-    "it returns what is still believed (kept) and what was withheld and why."
+    "it returns what is still believed (kept) and what was withheld and why. When a task is done, file_lesson "
+    "leaves what it taught for the next task; lessons_for_task (or deliver with lesson_tags) returns them."
 )
-TOOLS = ("remember", "recall", "deliver", "get", "list", "forget", "supersede")
+TOOLS = ("remember", "recall", "deliver", "get", "list", "forget", "supersede", *LESSON_TOOLS)
 #: The erasure reason `forget` records when the caller gives none.
 FORGET_REASON = "forgotten on request through the MCP forget tool"
 ALIASES = {"add_memories": "remember", "search_memory": "recall", "list_memories": "list",
@@ -212,11 +215,14 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
 
     @server.tool(name="deliver", annotations=writes)
     def deliver(session_id: str, ctx: ToolContext, query: str | None = None, turn: int | None = None,
-                budget: int | None = None, surface: SurfaceName = "chat") -> dict[str, Any]:
+                budget: int | None = None, surface: SurfaceName = "chat", lesson_tags: list[str] | None = None,
+                role: str | None = None) -> dict[str, Any]:
         """The memory block for this turn of a conversation (session_id: your conversation's id), within
-        a token budget: what is believed and relevant, each item attributed. Starts the session on
-        first use (on `surface`); each delivery is recorded."""
-        args = {"session_id": session_id, "query": query, "turn": turn, "budget": budget}
+        a token budget: what is believed and relevant, each item attributed. With lesson_tags (your
+        task's tags) and your role, the lessons earlier tasks left for it too. Starts the session on
+        first use (on `surface`); each delivery is recorded, the lessons named."""
+        args = {"session_id": session_id, "query": query, "turn": turn, "budget": budget, "lesson_tags": lesson_tags,
+                "role": role}
         try:
             return run(ctx, "deliver", args, (UnknownSession,))
         except UnknownSession:
@@ -245,5 +251,6 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         """Erase memories by id (forget, in the common delete_memories shape)."""
         return forget(memory_ids, ctx)
 
+    register_lesson_tools(server, run, reads, writes)
     return server
 

@@ -40,7 +40,8 @@ def _call_schema(verb: Verb) -> s.Schema:
     args: s.Schema = {"type": "object", "properties": dict(verb.args), "additionalProperties": False}
     if verb.required:
         args["required"] = list(verb.required)
-    properties: s.Schema = {"verb": {"const": verb.name}, "args": args}
+    # args may be null (or left out) exactly when nothing is required: the service reads it as {}
+    properties: s.Schema = {"verb": {"const": verb.name}, "args": args if verb.required else s.nullable(args)}
     required = ["verb", "args"] if verb.required else ["verb"]
     if verb.keyed:
         properties["idempotency_key"] = s.IDEMPOTENCY_KEY

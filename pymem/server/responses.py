@@ -17,7 +17,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from ..errors import MemoryAdmissionError, Unauthenticated
+from ..errors import ConventionConflict, MemoryAdmissionError, Unauthenticated
 from ..service.failures import log_unexpected
 from ..service.wire import code_for, status_for
 
@@ -64,6 +64,8 @@ def error_response(exc: BaseException, request_id: str, where: str = "a call") -
         if type(exc) is MemoryAdmissionError:
             error["message"] = f"refused by the write gate: {exc.reason}"
         error["details"] = {"reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq}
+    elif isinstance(exc, ConventionConflict):
+        error["details"] = {"receipt_id": exc.receipt_id, "conflicting_id": exc.conflicting_id}
     if isinstance(exc, Unauthenticated):
         headers["WWW-Authenticate"] = ('Bearer realm="pymem"' if exc.code == "token_missing"
                                        else 'Bearer realm="pymem", error="invalid_token"')

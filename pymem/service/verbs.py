@@ -6,7 +6,10 @@ the envelope's idempotency key. The HTTP app, the MCP tools and the OpenAPI docu
 table; adding a capability's verb to the service is adding one row.
 
 Identity is never an argument: a call whose arguments name tenant, actor, adapter, scope or
-read_adapters (or the columns behind them) is refused before anything runs, whatever they say.
+read_adapters (or the columns behind them) is refused before anything runs, whatever they say. A
+read filter is not identity: subscribe_facts's `read_only_from_adapters` narrows the token's own
+allow-list and can never widen it, so it is an argument like any other. For the same reason a
+fact's reach (run or tenant), `scope` in the library, is `reach` on the wire.
 """
 
 from __future__ import annotations
@@ -20,11 +23,19 @@ import psycopg
 
 from ..admission.gate import admit
 from ..context import Context
-from ..delivery.deliver import DEFAULT_BUDGET, DEFAULT_TOP_K, deliver
+from ..conventions import active_conventions, file_review_correction, retire_convention
+from ..conventions.receipts import DEFAULT_ORIGIN as CORRECTION_ORIGIN
+from ..conventions.receipts import RETIRE_REASON
+from ..delivery.deliver import DEFAULT_BUDGET, DEFAULT_TOP_K
 from ..delivery.memories import erase, supersede
 from ..delivery.sessions import end_session, start_session
 from ..embedder import Embedder, check_dimension, get_embedder
 from ..errors import InvalidArguments, ServerError
+from ..facts import publish, subscribe
+from ..lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
+from ..lessons.filing import DEFAULT_ORIGIN as LESSON_ORIGIN
+from ..lessons.selection import DEFAULT_BUDGET as LESSON_BUDGET
+from ..lessons.selection import DEFAULT_LIMIT as LESSON_LIMIT
 from ..recall import recall
 from ..storage.memories import Memories
 from ..storage.store import Store
@@ -63,8 +74,47 @@ def _start_session(mem: Memories, svc: "Service", session_id: str, surface: str,
 
 
 def _deliver(mem: Memories, svc: "Service", session_id: str, query: str | None = None, turn: int | None = None,
-             budget: int = DEFAULT_BUDGET, top_k: int = DEFAULT_TOP_K) -> dict[str, Any]:
-    return deliver(mem, session_id, query, turn=turn, budget=budget, top_k=top_k, embedder=svc.embedder).to_json()
+             budget: int = DEFAULT_BUDGET, top_k: int = DEFAULT_TOP_K, lesson_tags: Any = None,
+             role: str | None = None) -> dict[str, Any]:
+    return deliver_with_lessons(mem, session_id, query, lesson_tags, role=role, turn=turn, budget=budget, top_k=top_k,
+                                embedder=svc.embedder).to_json()
+
+
+def _file_lesson(mem: Memories, svc: "Service", content: str, tags: Any, memory_type: str,
+                 confidence: float | None = None, source_task: str | None = None,
+                 origin: str = LESSON_ORIGIN) -> dict[str, Any]:
+    return file_lesson(mem, content, tags, memory_type, confidence, source_task, origin=origin,
+                       embedder=svc.embedder).to_json()
+
+
+def _lessons_for_task(mem: Memories, svc: "Service", tags: Any, role: str | None = None, limit: int = LESSON_LIMIT,
+                      budget: int = LESSON_BUDGET) -> dict[str, Any]:
+    return lessons_for_task(mem, tags, role=role, limit=limit, budget=budget).to_json()
+
+
+def _file_review_correction(mem: Memories, svc: "Service", rule_text: str, subject: str, base_commit: str,
+                            assertion: str, subject_symbol: str | None = None, tags: Any = None,
+                            confidence: float | None = None, source_task: str | None = None,
+                            origin: str = CORRECTION_ORIGIN) -> dict[str, Any]:
+    return file_review_correction(mem, rule_text, subject, base_commit, assertion, subject_symbol,
+                                  tags=() if tags is None else tags, confidence=confidence, source_task=source_task,
+                                  origin=origin, embedder=svc.embedder).to_json()
+
+
+def _retire_convention(mem: Memories, svc: "Service", receipt_id: str, reason: str | None = None) -> dict[str, Any]:
+    return retire_convention(mem, receipt_id, RETIRE_REASON if reason is None else reason).to_json()
+
+
+# A fact's reach is `reach` on the wire: `scope` names the token's authorised scope and is refused.
+def _publish_fact(mem: Memories, svc: "Service", tag: str, key: str, value: str, reach: str = "run",
+                  run_id: str | None = None, producer_task: str | None = None) -> dict[str, Any]:
+    return publish(mem, tag, key, value, reach, run_id=run_id, producer_task=producer_task).to_json()
+
+
+def _subscribe_facts(mem: Memories, svc: "Service", tag: str, reach: str = "run", run_id: str | None = None,
+                     read_only_from_adapters: Any = None) -> list[dict[str, Any]]:
+    return [f.to_json() for f in subscribe(mem, tag, reach, run_id=run_id,
+                                           read_only_from_adapters=read_only_from_adapters)]
 
 
 VERBS: dict[str, Verb] = {v.name: v for v in (
@@ -91,13 +141,31 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
     Verb("end_session", lambda m, _, session_id, summary=None: end_session(m, session_id, summary=summary).to_json(),
          s.END_SESSION_ARGS, ("session_id",), s.SESSION, "end a session, storing its summary (scanned, audited)"),
     Verb("deliver", _deliver, s.DELIVER_ARGS, ("session_id",), s.DELIVERED,
-         "the block one turn of a session receives, within a token budget, and its injection record"),
+         "the block one turn of a session receives, within a token budget, and its injection record; with "
+         "lesson_tags (and role), the lessons for the task too, named in the record"),
     Verb("supersede", lambda m, svc, old_id, record, provenance: supersede(m, old_id, record, provenance,
                                                                            embedder=svc.embedder),
          s.SUPERSEDE_ARGS, ("old_id", "record", "provenance"), s.ADMITTED,
          "admit a record as the successor of a memory, which stops being believed"),
     Verb("erase", lambda m, _, id, reason: {"id": id, "seq": erase(m, id, reason)}, s.ERASE_ARGS, ("id", "reason"),
          s.ERASED, "erase a memory's content, record and embedding, keeping its hash; the reason is chained"),
+    Verb("file_lesson", _file_lesson, s.FILE_LESSON_ARGS, ("content", "tags", "memory_type"), s.FILED_LESSON,
+         "file a lesson through the write gate, or confirm its near-duplicate (its version goes up)"),
+    Verb("list_lessons", lambda m, _, **a: [x.to_json() for x in list_lessons(m, **a)], s.LIST_LESSONS_ARGS, (),
+         {"type": "array", "items": s.LESSON}, "the lessons, last filed first, with their confidence decayed to now"),
+    Verb("lessons_for_task", _lessons_for_task, s.LESSONS_FOR_TASK_ARGS, ("tags",), s.LESSONS_FOR_TASK,
+         "the lessons block for a task: the best lessons sharing its tags, rendered, and the lessons themselves"),
+    Verb("file_review_correction", _file_review_correction, s.FILE_CORRECTION_ARGS,
+         ("rule_text", "subject", "base_commit", "assertion"), s.FILED_CORRECTION,
+         "file a review correction: a feedback lesson and a signed, commit-pinned convention receipt"),
+    Verb("active_conventions", lambda m, _: active_conventions(m).to_json(), result=s.ACTIVE_CONVENTIONS,
+         summary="the rules in force and their ruleset hash"),
+    Verb("retire_convention", _retire_convention, s.RETIRE_ARGS, ("receipt_id",), s.CONVENTION,
+         "take a rule out of force by an appended event (the receipt stays)"),
+    Verb("publish_fact", _publish_fact, s.PUBLISH_ARGS, ("tag", "key", "value"), s.FACT,
+         "publish a fact for the tasks of a run (reach run) or of the whole tenant (reach tenant)"),
+    Verb("subscribe_facts", _subscribe_facts, s.SUBSCRIBE_ARGS, ("tag",), s.FACTS,
+         "the facts published so far under a tag, oldest first, narrowed by an adapter allow-list if given"),
 )}
 
 

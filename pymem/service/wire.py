@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import (AccessDenied, ContextError, IdempotencyConflict, IncognitoSession, InvalidArguments,
-                      MemoryAdmissionError, NotFound, PymemError, RevisionMismatch, SchemaError, ServerError,
-                      Unauthenticated, UnknownSession)
+from ..errors import (AccessDenied, ContextError, ConventionConflict, IdempotencyConflict, IncognitoSession,
+                      InvalidArguments, MemoryAdmissionError, NotFound, PymemError, RevisionMismatch, SchemaError,
+                      ServerError, Unauthenticated, UnknownSession)
 
 __all__ = ["PROTOCOL", "WireError", "ERRORS", "BY_CODE", "ProtocolError", "TOKEN_CODES", "code_for", "status_for"]
 
@@ -72,6 +72,9 @@ ERRORS: tuple[WireError, ...] = (
               "the idempotency key was used with different arguments (IdempotencyConflict)", typed=True),
     WireError("revision_mismatch", 409, RevisionMismatch,
               "a stored revision is not the expected one (RevisionMismatch)", typed=True),
+    WireError("convention_conflict", 409, ConventionConflict,
+              "the review correction contradicts a rule in force and nothing was filed; details carry receipt_id "
+              "and conflicting_id (ConventionConflict)", typed=True),
     WireError("request_too_large", 413, InvalidArguments, "the body is over the service's size limit"),
     WireError("unsupported_media_type", 415, InvalidArguments, "the body is not application/json"),
     WireError("admission_refused", 422, MemoryAdmissionError,

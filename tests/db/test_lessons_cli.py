@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pymem import Context, active_conventions, list_lessons, publish, subscribe
+from pymem import Context, active_conventions, list_lessons, memory_injections, publish, session_injections, subscribe
 from helpers.cli import cli_runner
 from helpers.lessons import commit_files, new_repo
 
@@ -56,6 +56,43 @@ def test_a_refused_or_malformed_lesson(run, lib):
     bad = run("lessons", "file", "ok", "--tag", "x", "--type", "gossip")
     assert bad.exit_code == 2
     assert list_lessons(lib) == []
+
+
+def test_deliver_with_the_lessons_for_the_task(run, lib):
+    ids = []
+    for text, tags in (("Run migrations with a lock timeout", ("db", "migrations")),
+                       ("Vacuum after bulk deletes", ("db",)), ("Keep CSS variables in one file", ("css",))):
+        tagged = [arg for tag in tags for arg in ("--tag", tag)]
+        filed = run("lessons", "file", text, *tagged, "--type", "project", "--origin", "operator", "--json")
+        ids.append(json.loads(filed.output)["id"])
+    assert run("session", "start", "chat-1", "--surface", "chat").exit_code == 0
+
+    out = run("deliver", "--session", "chat-1", "--query", "How do I run this migration?", "--lesson-tag", "db",
+              "--lesson-tag", "migrations", "--role", "coder")
+    assert out.exit_code == 0, out.output
+    assert "## Lessons from earlier tasks" in out.stdout
+    assert out.stdout.index(ids[0]) < out.stdout.index(ids[1]) and ids[2] not in out.stdout
+    [record] = session_injections(lib, "chat-1")
+    assert record.lesson_ids == ids[:2]
+    assert f"ledger seq {record.seq}" in out.stderr and "2 lessons" in out.stderr
+    assert f"lessons: {ids[0]}, {ids[1]}" in out.stderr
+    assert [(m.section, m.turn) for m in memory_injections(lib, ids[1])] == [("lesson", 0)]
+    shown = run("audit", "injections", "--session", "chat-1")
+    assert f"lessons: {ids[0]}, {ids[1]}" in shown.output
+
+    as_json = json.loads(run("deliver", "--session", "chat-1", "--query", "css", "--lesson-tag", "css",
+                             "--json").output)
+    assert [x["id"] for x in as_json["lessons"]] == [ids[2]] and as_json["turn"] == 1
+    assert session_injections(lib, "chat-1", turn=1)[0].lesson_ids == [ids[2]]
+    # a role that receives no lessons, and no tags: no lessons section, none named
+    for extra in (("--lesson-tag", "db", "--role", "manager"), ()):
+        plain = run("deliver", "--session", "chat-1", "--query", "migrations", *extra, "--json")
+        delivered = json.loads(plain.output)
+        assert delivered["lessons"] == [] and "## Lessons" not in delivered["block"]
+        assert session_injections(lib, "chat-1", turn=delivered["turn"])[0].lesson_ids == []
+    refused = run("deliver", "--session", "chat-1", "--query", "x", "--role", "coder")
+    assert refused.exit_code == 2 and "--role goes with --lesson-tag" in refused.output
+    assert session_injections(lib, "chat-1")[0].turn == 3  # the refused call recorded nothing
 
 
 def test_conventions_file_list_retire_and_conflict(run, lib):

@@ -77,3 +77,24 @@ def call(url: str, verb: str, args: Any = None, *, token: str, **envelope: Any) 
     body = {"verb": verb, **({"args": args} if args is not None else {}), **envelope}
     status, _, data = request(url, "POST", "/v1/call", body, token=token)
     return status, data
+
+
+@contextlib.contextmanager
+def mcp_tools(url: str, tok: str) -> Iterator[Any]:
+    """The SDK's MCP client over streamable HTTP, driven from synchronous code: yields
+    `call(name, arguments)` -> the tool's CallToolResult."""
+    import anyio.from_thread
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    with anyio.from_thread.start_blocking_portal() as portal:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {tok}"})
+        with portal.wrap_async_context_manager(http) as client_http:
+            session = Client(streamable_http_client(url + "/mcp", http_client=client_http))
+            with portal.wrap_async_context_manager(session) as client:
+                yield lambda name, arguments: portal.call(client.call_tool, name, arguments)
+
+
+def tool_text(result: Any) -> str:
+    return " ".join(getattr(block, "text", "") for block in result.content)

@@ -29,7 +29,12 @@ def test_every_typed_error_has_its_own_code_and_a_documented_status():
     assert typed, "no typed errors found"
     seen = {}
     for cls in typed:
-        exc = cls("token_expired", "message") if cls is errors.Unauthenticated else cls("message")
+        if cls is errors.Unauthenticated:
+            exc = cls("token_expired", "message")
+        elif cls is errors.ConventionConflict:
+            exc = cls("message", receipt_id="cv-1", conflicting_id="cv-2")
+        else:
+            exc = cls("message")
         code = code_for(exc)
         assert code != "internal_error", f"{cls.__name__} has no wire code: add it to pymem.service.wire"
         assert code in BY_CODE and BY_CODE[code].status < 600
@@ -90,18 +95,36 @@ def test_unknown_and_missing_arguments_are_invalid():
 
 def test_every_verb_argument_is_a_parameter_of_what_it_calls():
     """The schema's argument names are what the library takes (no schema that cannot be called)."""
-    from pymem.admission.gate import admit
-    from pymem.delivery.deliver import deliver
-    from pymem.delivery.sessions import end_session, start_session
-    from pymem.recall import recall
+    from pymem import (active_conventions, admit, deliver, deliver_with_lessons, end_session, file_lesson,
+                       file_review_correction, lessons_for_task, list_lessons, publish, recall, retire_convention,
+                       start_session, subscribe)
     from pymem.storage.memories import Memories
 
-    targets = {"upsert_many": Memories.upsert_many, "search": Memories.search, "list": Memories.list_chunks,
-               "remember": admit, "recall": recall, "start_session": start_session, "end_session": end_session,
-               "deliver": deliver}
-    for name, fn in targets.items():
-        params = set(inspect.signature(fn).parameters)
-        assert set(VERBS[name].args) <= params, name
+    targets = {"upsert_many": [Memories.upsert_many], "search": [Memories.search], "list": [Memories.list_chunks],
+               "remember": [admit], "recall": [recall], "start_session": [start_session],
+               "end_session": [end_session], "deliver": [deliver_with_lessons, deliver], "file_lesson": [file_lesson],
+               "list_lessons": [list_lessons], "lessons_for_task": [lessons_for_task],
+               "file_review_correction": [file_review_correction], "active_conventions": [active_conventions],
+               "retire_convention": [retire_convention], "publish_fact": [publish], "subscribe_facts": [subscribe]}
+    renamed = {"reach": "scope"}  # a fact's reach: `scope` on the wire would name the token's scope
+    for name, fns in targets.items():
+        params = set().union(*(inspect.signature(fn).parameters for fn in fns))
+        assert {renamed.get(a, a) for a in VERBS[name].args} <= params, name
+
+
+def test_no_verb_offers_an_argument_the_envelope_refuses():
+    for verb in VERBS.values():
+        assert REFUSED_ARGS.isdisjoint(verb.args), verb.name
+
+
+def test_a_read_filter_that_only_narrows_is_not_identity():
+    args = {"tag": "schema", "run_id": "r-1", "read_only_from_adapters": ["agent-a"]}
+    assert check_args(VERBS["subscribe_facts"], args) == args
+    for claimed in ({**args, "read_adapters": ["agent-a"]}, {**args, "scope": "tenant"},
+                    {**args, "source_adapter": "agent-a"}):
+        with pytest.raises(ProtocolError) as info:
+            check_args(VERBS["subscribe_facts"], claimed)
+        assert info.value.code == "identity_in_body"
 
 
 @pytest.mark.parametrize("raw", [b"{", b"\xff\xfe", b'{"a": NaN}', b'{"a": Infinity}', b'"\\ud800"', b"[" * 100000])
