@@ -113,6 +113,9 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
             body = parse_json(raw) if raw is not None else None
             if body is not None and (not isinstance(body, dict) or set(body) - {"protocols"}):
                 raise ProtocolError("malformed_request", 'the handshake body is {"protocols": [...]} or empty')
+            if body and "protocols" in body and not isinstance(body["protocols"], list):
+                # An explicit null (or any non-list) is a malformed body, not "no preference".
+                raise ProtocolError("malformed_request", "protocols must be a list of protocol names")
             protocols = body.get("protocols") if body else None
             run = functools.partial(runtime.get().handshake, ctx, protocols)
             return ok_response(json_bytes(await anyio.to_thread.run_sync(run)))

@@ -65,6 +65,9 @@ def test_handshake_negotiates_and_describes_the_store_and_the_caller(url):
     assert request(url, "POST", "/v1/handshake", token=tok)[0] == 200  # an empty body is fine
     status, _, body = request(url, "POST", "/v1/handshake", {"protocols": ["pymem/0"]}, token=tok)
     assert (status, body["error"]["code"]) == (400, "protocol_unsupported")
+    for malformed in ({"protocols": None}, {"protocols": "pymem/1"}, {"protocols": [1]}):
+        status, _, body = request(url, "POST", "/v1/handshake", malformed, token=tok)
+        assert status == 400 and body["ok"] is False, malformed
 
 
 # -- the auth matrix ------------------------------------------------------------------------------------
