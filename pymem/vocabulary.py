@@ -46,9 +46,10 @@ ORIGINS: tuple[str, ...] = tuple(o.value for o in Origin)
 #: The one origin that must carry an injection source (and the only one that may).
 INJECTED = Origin.INJECTED_CONTEXT.value
 
-#: Every event the ledger records: the chain trigger's memory events and the gate's refusals.
+#: Every event the ledger records: the chain trigger's memory events, the gate's refusals, and
+#: the re-hash a migration to a new hash version chains for each live row (memory.rehash).
 EVENTS: tuple[str, ...] = ("memory.insert", "memory.update", "memory.supersede", "memory.erase",
-                           "memory.delete", "admission.refused")
+                           "memory.delete", "admission.refused", "memory.rehash")
 
 # -- a chunk record's structural surface (the only keys the store reads) --------------------------
 

@@ -34,7 +34,7 @@ def _verify_tenant(conn: psycopg.Connection, tenant: str) -> TenantVerification:
     entries = 0
     head_seq: int | None = None
     by_seq: dict[int, bytes] = {}
-    last_memory_event: dict[str, tuple[int, str, bytes | None, int | None]] = {}
+    last_memory_event: dict[str, tuple[int, str, bytes | None, int | None, int]] = {}
     fault: tuple[int | None, str | None, str] | None = None
     prev = hashing.genesis_hash(tenant)
 
@@ -44,15 +44,16 @@ def _verify_tenant(conn: psycopg.Connection, tenant: str) -> TenantVerification:
         head_seq = e["seq"]
         by_seq[e["seq"]] = bytes(e["chain_hash"])
         if e["memory_id"] is not None and e["event"].startswith("memory."):
-            last_memory_event[e["memory_id"]] = (e["seq"], e["event"], e["content_hash"], e["revision"])
+            last_memory_event[e["memory_id"]] = (e["seq"], e["event"], e["content_hash"], e["revision"],
+                                                 e["hash_version"])
         if fault is None:
             if e["seq"] != entries:
                 fault = (entries, None, f"seq gap: expected {entries}, found {e['seq']}")
             elif bytes(e["prev_hash"]) != prev:
                 fault = (e["seq"], e["memory_id"], "prev_hash does not match the previous entry's chain_hash")
-            elif e["hash_version"] != 1:
+            elif e["hash_version"] not in hashing.VERSIONS:
                 fault = (e["seq"], e["memory_id"], f"unknown hash_version {e['hash_version']}")
-            elif bytes(e["chain_hash"]) != hashing.chain_hash(bytes(e["prev_hash"]), e):
+            elif bytes(e["chain_hash"]) != hashing.chain_hash_of(bytes(e["prev_hash"]), e):
                 fault = (e["seq"], e["memory_id"], "chain_hash does not match the entry's fields")
         prev = bytes(e["chain_hash"])
 
@@ -70,8 +71,9 @@ def _verify_tenant(conn: psycopg.Connection, tenant: str) -> TenantVerification:
             problem = "memory exists but its latest ledger event is a delete"
         else:
             if m["erased_at"] is None:
+                # the row's hash was computed with the version of its latest event
                 row = dict(m, embedding=_vector(m["embedding"]))
-                if bytes(m["content_hash"]) != hashing.content_hash(row):
+                if bytes(m["content_hash"]) != hashing.content_hash_of(last[4], row):
                     problem = "content does not match content_hash (row edited outside the chain)"
             if problem is None and last[2] is not None and bytes(m["content_hash"]) != bytes(last[2]):
                 problem = "content_hash differs from the latest ledger event"
@@ -99,7 +101,7 @@ def _verify_tenant(conn: psycopg.Connection, tenant: str) -> TenantVerification:
     if live_problem is not None:
         return report(*live_problem)
     # 4. every memory the ledger says is live must exist
-    missing = sorted((seq, mid) for mid, (seq, event, _, _) in last_memory_event.items() if event != "memory.delete")
+    missing = sorted((seq, mid) for mid, (seq, event, *_) in last_memory_event.items() if event != "memory.delete")
     if missing:
         seq, mid = missing[0]
         return report(seq, mid, "memory is missing but its latest ledger event is not a delete (row deleted outside the chain)")
