@@ -17,7 +17,7 @@ import psycopg
 from .checkpoints import Checkpoint, CheckpointReport, anchor, check_checkpoints, open_sink
 from .independent import verify_independently
 from .signing import load_key, load_or_create_key, load_public_hex, public_bytes
-from .verify import VerifyReport, verify_store
+from .verify import JOBS, VerifyReport, verify_store
 
 
 @contextmanager
@@ -61,10 +61,11 @@ def trusted_public_key(store, public_key: str | Path | None = None) -> str:
 
 
 def audit_chain(store, tenant: str | None = None, *, independent: bool = False, checkpoints: str | None = None,
-                public_key: str | Path | None = None) -> ChainAudit:
-    """Verify the chain with the database's function, and optionally recompute it in Python and
-    compare it with the signed checkpoints in `checkpoints` (a file or `SCHEME:TARGET`)."""
-    database = verify_store(store, tenant)
+                public_key: str | Path | None = None, jobs: int = JOBS) -> ChainAudit:
+    """Verify the chain with the database's hash functions (on `jobs` connections, hashed in
+    Python), and optionally recompute it in Python from the raw rows and compare it with the
+    signed checkpoints in `checkpoints` (a file or `SCHEME:TARGET`)."""
+    database = verify_store(store, tenant, jobs=jobs)
     found_independent = found_checkpoints = None
     if independent:
         with _connection(store, tenant) as conn:

@@ -10,6 +10,9 @@
 --   memory.rehash event per row is chained into its tenant's ledger (so a row's latest event
 --   always carries the hash the row has now). A row that does NOT verify is left as it is: its
 --   fault stays visible to pymem verify instead of being laundered into a fresh hash.
+-- * The context helpers every row-level security policy calls are plpgsql (as SQL functions they
+--   cost tens of microseconds per call), and a store without login bindings answers after one
+--   probe of the bindings table.
 -- * Search: a cheap check for flat scopes, the exact plan ranks (id, distance) pairs and reads the
 --   top_k rows only, and a stored record_lite (the record without its vector keys, for records
 --   that carry one) so that searches returning no vectors do not de-TOAST and trim whole records.
@@ -22,8 +25,127 @@
 set role pymem_owner;
 
 -- ============================================================================================
--- context: a flat-scope check without a sub-select (it runs for every write and every search)
+-- context: helpers every policy calls, and a flat-scope check, made cheap (they run for every
+-- statement, write and search)
 -- ============================================================================================
+
+create or replace function pymem._login_binding() returns pymem.login_bindings
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- The binding in force for this session's login: its own, else that of the one bound role it is
+-- a member of. A login in several bound roles without a binding of its own is ambiguous and is
+-- bound to nothing (role_name NULL, no tenant): it fails closed. Superusers count as members of
+-- every role, and are never bound. Definer, so logins need no SELECT on the bindings table.
+-- Every policy reads it (through the context helpers): a store without bindings answers after
+-- one probe.
+declare
+  b pymem.login_bindings;
+  n integer;
+begin
+  if not exists (select from pymem.login_bindings) then
+    return null;
+  end if;
+  select x.* into b from pymem.login_bindings x where x.role_name = session_user;
+  if found then
+    return b;
+  end if;
+  if (select r.rolsuper from pg_catalog.pg_roles r where r.rolname = session_user) then
+    return null;
+  end if;
+  select count(*) into n
+    from pymem.login_bindings x join pg_catalog.pg_roles r on r.rolname = x.role_name
+   where pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
+  if n = 0 then
+    return null;
+  elsif n = 1 then
+    select x.* into b
+      from pymem.login_bindings x join pg_catalog.pg_roles r on r.rolname = x.role_name
+     where pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER');
+    return b;
+  end if;
+  b.role_name := null;
+  b.tenants := '{}';
+  b.all_tenants := false;
+  b.scope := '{}';
+  return b;
+end
+$$;
+
+-- The context helpers are plpgsql: as SQL functions with a FROM clause (not inlined, because of
+-- their SET clause) each call cost tens of microseconds, and every policy calls them.
+
+create or replace function pymem._ctx_tenant() returns text
+language plpgsql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  t text := nullif(current_setting('pymem.tenant', true), '');
+  b pymem.login_bindings;
+begin
+  if t is null then
+    return null;
+  end if;
+  -- A bound login sees its setting only for a tenant its binding names: a tenant set by hand with
+  -- set_config() outside the binding reads as unset, so every policy fails closed.
+  b := pymem._login_binding();
+  if (b.role_name is null and b.tenants is null) or b.all_tenants or t = any (b.tenants) then
+    return t;
+  end if;
+  return null;
+end
+$$;
+
+create or replace function pymem._ctx_adapter() returns text
+language plpgsql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  b pymem.login_bindings := pymem._login_binding();
+begin
+  -- A bound login always writes as its adapter, whatever the setting says: this is what stops an
+  -- agent's connection from writing untagged (trusted) rows.
+  if b.role_name is not null or b.tenants is not null then
+    return b.adapter;
+  end if;
+  return nullif(current_setting('pymem.adapter', true), '');
+end
+$$;
+
+create or replace function pymem._ctx_scope() returns jsonb
+language plpgsql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  v jsonb := coalesce(nullif(current_setting('pymem.scope', true), '')::jsonb, '{}'::jsonb);
+  b pymem.login_bindings := pymem._login_binding();
+begin
+  -- A bound login's scope always contains its binding's scope. A setting that contradicts it
+  -- (another value for a bound axis) becomes {"": ""}, which no row's scope contains.
+  if b.scope is null or b.scope = '{}'::jsonb then
+    return v;
+  end if;
+  if exists (select from jsonb_each_text(b.scope) e where v ? e.key and (v ->> e.key) is distinct from e.value) then
+    return '{"": ""}'::jsonb;
+  end if;
+  return v || b.scope;
+end
+$$;
+
+create or replace function pymem._ctx_read_adapters() returns text[]
+language plpgsql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  s text := nullif(current_setting('pymem.read_adapters', true), '');
+begin
+  if s is null then
+    return null;
+  end if;
+  return array(select jsonb_array_elements_text(s::jsonb));
+end
+$$;
+
 
 create or replace function pymem._scope_is_flat(p_scope jsonb) returns boolean
 language plpgsql immutable parallel safe
@@ -101,11 +223,11 @@ comment on function pymem._content_hash_v1(pymem.memories) is 'sha256 of a memor
 alter function pymem._event_bytes(pymem.ledger) rename to _event_bytes_v1;
 comment on function pymem._event_bytes_v1(pymem.ledger) is 'The hashed field list of a ledger entry, hash version 1';
 
-create function pymem._content_hash_v2(m pymem.memories) returns bytea
+create function pymem._content_bytes_v2(m pymem.memories) returns bytea
 language plpgsql immutable parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
--- Version 2: sha256 over '\x0002' and then, in this order, every hashed field as
+-- Version 2: '\x0002' and then, in this order, every hashed field as
 --   NULL -> 0x00; variable length -> 0x01, int4 byte length, bytes; fixed width -> 0x01, bytes:
 --   tenant_id, id, kind, content, origin, source_adapter, injection_source, policy_fingerprint,
 --   superseded_by (UTF-8 text); scope, provenance (jsonb text output, UTF-8); tags (to_jsonb(tags)
@@ -123,8 +245,7 @@ declare
   v_record bytea := convert_to(m.record::text, 'UTF8');
   v_vector bytea := vector_send(m.embedding);
 begin
-  return sha256(
-    '\x0002'::bytea
+  return '\x0002'::bytea
     || case when m.tenant_id is null then '\x00'::bytea else '\x01'::bytea || int4send(length(convert_to(m.tenant_id, 'UTF8'))) || convert_to(m.tenant_id, 'UTF8') end
     || case when m.id is null then '\x00'::bytea else '\x01'::bytea || int4send(length(convert_to(m.id, 'UTF8'))) || convert_to(m.id, 'UTF8') end
     || case when m.kind is null then '\x00'::bytea else '\x01'::bytea || int4send(length(convert_to(m.kind, 'UTF8'))) || convert_to(m.kind, 'UTF8') end
@@ -144,10 +265,20 @@ begin
     || case when m.valid_from is null then '\x00'::bytea else '\x01'::bytea || timestamptz_send(m.valid_from) end
     || case when m.invalidated_at is null then '\x00'::bytea else '\x01'::bytea || timestamptz_send(m.invalidated_at) end
     || case when v_record is null then '\x00'::bytea else '\x01'::bytea || int4send(length(v_record)) || v_record end
-    || case when v_vector is null then '\x00'::bytea else '\x01'::bytea || int4send(length(v_vector)) || v_vector end);
+    || case when v_vector is null then '\x00'::bytea else '\x01'::bytea || int4send(length(v_vector)) || v_vector end;
 end
 $$;
-comment on function pymem._content_hash_v2(pymem.memories) is 'sha256 of a memory''s hashed fields, hash version 2: built-in renderings only, one expression';
+comment on function pymem._content_bytes_v2(pymem.memories) is 'The hashed bytes of a memory, hash version 2: built-in renderings only, one expression (verification streams them and hashes them outside)';
+
+create function pymem._content_hash_v2(m pymem.memories) returns bytea
+language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  return sha256(pymem._content_bytes_v2(m));
+end
+$$;
+comment on function pymem._content_hash_v2(pymem.memories) is 'sha256 of a memory''s hashed fields, hash version 2 (of pymem._content_bytes_v2)';
 
 create function pymem._event_bytes_v2(l pymem.ledger) returns bytea
 language plpgsql immutable parallel safe
@@ -190,7 +321,7 @@ comment on function pymem._event_bytes(pymem.ledger) is 'The hashed field list o
 -- vector_send resolves through the search_path: pin it to the schema pgvector lives in.
 do $$
 begin
-  execute format('alter function pymem._content_hash_v2(pymem.memories) set search_path = pg_catalog, %I, pg_temp',
+  execute format('alter function pymem._content_bytes_v2(pymem.memories) set search_path = pg_catalog, %I, pg_temp',
                  (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector'));
 end
 $$;
@@ -508,7 +639,7 @@ update pymem.store_info set hash_version = 2;
 -- versions the re-hash left).
 alter table pymem.memories add column record_lite jsonb
   generated always as (case when jsonb_typeof(record) = 'object' and (record ? 'embedding' or record ? 'vector')
-                            then record - 'embedding' - 'vector' end) stored;
+                            then record - '{embedding,vector}'::text[] end) stored;
 comment on column pymem.memories.record_lite is 'The record without its embedding/vector keys, for records that carry one (NULL otherwise): what searches that return no vectors send back; kept by the database';
 
 set local maintenance_work_mem = '1GB';  -- the graph is built in memory (much faster than spilling)
@@ -642,17 +773,157 @@ $$;
 
 -- Operators resolve through the search_path; pin it to the schema pgvector lives in, whatever
 -- the caller's is.
-do $$
+create or replace function pymem.search_as(
+  p_tenant text,
+  p_actor text,
+  p_adapter text,
+  p_scope jsonb,
+  p_read_adapters text[],
+  p_query vector,
+  p_top_k integer,
+  p_scope_filter jsonb default '{}'::jsonb,
+  p_include_superseded boolean default false,
+  p_with_vectors boolean default true,
+  p_plan text default 'auto'
+) returns setof pymem.search_hit
+language plpgsql volatile security invoker
+-- The plan is chosen below from an exact count, and each branch pins its shape with planner
+-- settings, so no estimate of the tenant's size matters and the cached generic plans are safe:
+-- planning each call afresh (a custom plan) cost more than the whole search on small tenants.
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off  -- the exact plan reads the tenant's rows through the primary key
+set enable_sort = on      -- switched off for the HNSW statement only (see below)
+-- Iterative scans keep fetching candidates until top_k rows pass RLS and the filters. These
+-- SET clauses also scope the set_config(..., true) calls below to this function call.
+set hnsw.iterative_scan = 'relaxed_order'
+set hnsw.ef_search = 40
+set hnsw.max_scan_tuples = 20000
+as $$
+-- pymem.set_context, then pymem.search's body: a search in one statement, so an autocommit
+-- caller pays one round trip instead of four (begin, context, search, commit). The context stays
+-- set for the rest of the transaction, exactly as if pymem.set_context had been called. The
+-- body is pymem.search's, repeated rather than called: a nested call (and the copy of its rows)
+-- cost as much as the smallest searches themselves. Keep the two identical below the prologue.
+-- Returns the p_top_k visible, non-erased rows of the context tenant whose scope contains
+-- p_scope_filter (and the context scope, through RLS), best first (score desc, then id).
+-- Superseded rows (invalidated_at set) are left out unless p_include_superseded: recall wants
+-- what is believed now. Rows without an embedding never match. p_with_vectors = false drops the
+-- record's "embedding"/"vector" keys from the result (less to send back): the stored record_lite.
+--
+-- Plan (p_plan 'auto'): exact (the tenant's rows by the primary key, sorted by distance) when
+-- the tenant is small, else HNSW with an iterative scan, re-sorted, falling back to exact
+-- whenever the scan ran out of candidates before finding p_top_k rows. An HNSW visit costs about
+-- 8 exact row visits and a scan visits about top_k * table_rows / tenant_rows tuples, hence the
+-- rule below. 'exact' and 'hnsw' force a plan (tests, benchmarks); 'hnsw' still falls back.
+declare
+  v_tenant text := p_tenant;  -- set_context (below) refuses a tenant the login may not act in
+  -- what pymem.search takes as arguments
+  p_exact_below bigint := 2000;
+  p_ef_search integer := null;
+  p_max_scan_tuples integer := 20000;
+  v_rows bigint;
+  v_table_rows double precision;
+  v_hits pymem.search_hit[];
 begin
-  execute format('alter function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) set search_path = pg_catalog, %I, pg_temp',
-                 (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector'));
+  perform pymem.set_context(p_tenant, p_actor, p_adapter, p_scope, p_read_adapters);
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_scope_filter is null or (p_scope_filter <> '{}'::jsonb and not pymem._scope_is_flat(p_scope_filter)) then
+    raise exception 'pymem: the scope filter must be a flat object of non-empty string values' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
+  if v_tenant is null then
+    return;  -- no tenant, no visible rows
+  end if;
+  select h.live_rows into v_rows from pymem.chain_heads h where h.tenant_id = v_tenant;
+  if coalesce(v_rows, 0) = 0 then
+    return;
+  end if;
+  if p_plan = 'hnsw' or (p_plan = 'auto' and v_rows >= p_exact_below) then
+    select greatest(c.reltuples, v_rows) into v_table_rows
+      from pg_catalog.pg_class c where c.oid = 'pymem.memories'::regclass;
+  end if;
+
+  if p_plan = 'hnsw' or (p_plan = 'auto' and v_rows >= p_exact_below
+                         and v_rows::double precision * v_rows >= 8.0 * p_top_k * v_table_rows) then
+    -- enable_sort off: the only way to order the candidates without a sort is the HNSW index,
+    -- so the planner cannot fall back to "tenant index + sort" (exact, and slow on big tenants).
+    perform set_config('hnsw.ef_search', coalesce(p_ef_search, pymem._search_ef(p_top_k))::text, true),
+            set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true),
+            set_config('enable_sort', 'off', true);
+    -- The materialized CTE is the shape iterative scans need. Its rows come back in relaxed
+    -- order, so they are re-sorted; on "distance + 0", because Postgres would otherwise take the
+    -- CTE as already sorted by distance and only sort ties (an incremental sort).
+    with candidates as materialized (
+      select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end as record,
+             m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence,
+             m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+             m.embedding <=> p_query as distance
+        from pymem.memories m
+       where m.tenant_id = v_tenant
+         and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
+         and m.erased_at is null
+         and (p_include_superseded or m.invalidated_at is null)
+       order by m.embedding <=> p_query
+       limit p_top_k)
+    select array_agg(row(c.id, c.record, c.content, c.kind, c.tags, c.scope, c.origin, c.provenance, c.confidence,
+                         c.source_adapter, c.injection_source, c.policy_fingerprint, c.created_at,
+                         c.revision, 1 - c.distance)::pymem.search_hit
+                     order by c.distance + 0, c.id)
+      into v_hits
+      from candidates c
+     where c.distance <> 'NaN'::double precision;
+    perform set_config('enable_sort', 'on', true);
+    if coalesce(cardinality(v_hits), 0) >= p_top_k then
+      return query select h.* from unnest(v_hits) h;
+      return;
+    end if;
+  end if;
+
+  -- Rank narrow (id, distance) pairs, then read the top_k rows by the primary key: the sort
+  -- copies two columns per candidate instead of fifteen, and only the top_k records are read.
+  return query
+    select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
+           m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
+           m.injection_source, m.policy_fingerprint, m.created_at, m.revision, 1 - t.distance
+      from (select d.id, d.distance
+              from (select m.id, m.embedding <=> p_query as distance
+                      from pymem.memories m
+                     where m.tenant_id = v_tenant
+                       and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
+                       and m.erased_at is null
+                       and (p_include_superseded or m.invalidated_at is null)
+                       and m.embedding is not null
+                    offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
+             where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
+             order by d.distance, d.id
+             limit p_top_k) t
+      join pymem.memories m on m.tenant_id = v_tenant and m.id = t.id
+     order by t.distance, t.id;
+end
+$$;
+
+do $$
+declare
+  v_schema text := (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector');
+begin
+  execute format('alter function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) set search_path = pg_catalog, %I, pg_temp', v_schema);
+  execute format('alter function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) set search_path = pg_catalog, %I, pg_temp', v_schema);
 end
 $$;
 
 reset role;
 
 -- privileges: see sql/schema.sql, section 8 (record_lite is generated: nobody writes it)
-revoke all on function pymem._content_hash_v2(pymem.memories), pymem._event_bytes_v2(pymem.ledger),
+revoke all on function pymem._content_bytes_v2(pymem.memories), pymem._content_hash_v2(pymem.memories),
+  pymem._event_bytes_v2(pymem.ledger),
   pymem._content_hash(pymem.memories), pymem._event_bytes(pymem.ledger) from public;
-grant execute on function pymem._content_hash_v2(pymem.memories), pymem._content_hash(pymem.memories),
-  pymem._event_bytes_v2(pymem.ledger), pymem._event_bytes(pymem.ledger) to pymem_app, pymem_auditor;
+grant execute on function pymem._content_bytes_v2(pymem.memories), pymem._content_hash_v2(pymem.memories),
+  pymem._content_hash(pymem.memories), pymem._event_bytes_v2(pymem.ledger), pymem._event_bytes(pymem.ledger)
+  to pymem_app, pymem_auditor;

@@ -78,7 +78,7 @@ def test_python_and_sql_compute_the_same_version_2_hashes(database):
         with conn.cursor(row_factory=psycopg.rows.dict_row) as cur:
             from pymem import queries
 
-            rows = cur.execute(queries.query("raw_memories"), ("acme",)).fetchall()
+            rows = cur.execute(queries.query("raw_memories"), ("acme", None, None, None, None)).fetchall()
         sql = dict(conn.execute("select id, pymem._content_hash_v2(m) from pymem.memories m").fetchall())
     assert len(rows) == len(ROWS)
     for r in rows:
