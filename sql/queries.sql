@@ -261,8 +261,8 @@ set transaction snapshot {snapshot}
 select pymem._ctx_scope() = '{}'::jsonb and pymem._ctx_read_adapters() is null
 
 -- name: verify_sizes --
--- Each tenant's (%s, or every tenant with NULL) head seq and live row count, to split its verification into ranges
-select t.tenant_id, coalesce(h.seq, 0), coalesce(h.live_rows, 0)
+-- Each tenant (%s, or every tenant with NULL) with its head row (seq and chain_hash, NULL without one) and live row count (to split its verification into ranges)
+select t.tenant_id, h.seq, h.chain_hash, coalesce(h.live_rows, 0)
   from (select tenant_id from pymem.chain_heads union select tenant_id from pymem.ledger
         union select tenant_id from pymem.memories) t
   left join pymem.chain_heads h on h.tenant_id = t.tenant_id
@@ -312,10 +312,6 @@ select tenant_id, id, scope::text as scope, kind, content, record::text as recor
        policy_fingerprint, revision, created_at, valid_from, invalidated_at, superseded_by, erased_at, content_hash
   from pymem.memories
  where tenant_id = %s and (%s::text is null or id >= %s) and (%s::text is null or id < %s)
-
--- name: raw_chain_head --
--- A tenant's (%s) head row
-select seq, chain_hash from pymem.chain_heads where tenant_id = %s
 
 -- name: ledger_entry_hash --
 -- The chain hash of one entry (tenant, seq)

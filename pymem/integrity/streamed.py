@@ -302,9 +302,9 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
         if ctx is not None and not first.execute(queries.query("context_is_whole_tenant")).fetchone()[0]:
             raise AccessDenied("verifying a tenant's chain needs a whole-tenant context (no scope, no read allow-list)")
         sizes = first.execute(queries.query("verify_sizes"), (tenant, tenant)).fetchall()
-        heads = {t: first.execute(queries.query("raw_chain_head"), (t,)).fetchone() for t, _, _ in sizes}
-        row_ranges = {t: _id_ranges(first, t, rows) for t, _, rows in sizes}
-        todo = [_Tenant(t, _ranges(seq)) for t, seq, _ in sizes]
+        heads = {t: None if seq is None else (seq, chain) for t, seq, chain, _ in sizes}
+        row_ranges = {t: _id_ranges(first, t, rows) for t, _, _, rows in sizes}
+        todo = [_Tenant(t, _ranges(seq or 0)) for t, seq, _, _ in sizes]
         results: dict[str, TenantVerification] = {}
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             running: dict[Future, tuple[str, _Tenant, Any]] = {}
@@ -346,7 +346,7 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                         submit("rows", t, None, lambda c, t=t, deferred=deferred: _check_v1(t, encoder, c, deferred))
                     else:
                         results[t.name] = _report(t, heads[t.name])
-    return VerifyReport(tenants=[results[t] for t, _, _ in sizes], seconds=time.perf_counter() - started)
+    return VerifyReport(tenants=[results[t] for t, _, _, _ in sizes], seconds=time.perf_counter() - started)
 
 
 def _check_v1(t: _Tenant, encoder: Any, conn: psycopg.Connection, deferred: list[tuple[Row, tuple]]) -> _Part:
