@@ -7,7 +7,6 @@ vector values back.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 from ..context import check_scope
@@ -132,9 +131,10 @@ def check_embedding(value: Any, dim: int, what: str = "embedding") -> list[float
     """A list of `dim` finite numbers, not all zero, whose squared norm fits float4 (pgvector sums
     squares in float4: past that the norm overflows and scores become NaN)."""
     if type(value) is list and len(value) == dim and set(map(type, value)) == _FLOATS:
-        # the common case, checked in C loops: NaN and inf make the sum NaN or inf
-        squares = sum(map(operator.mul, value, value))
-        if 0 < squares < 3.4e38:
+        # the common case, checked in C: NaN and inf make the norm NaN or inf; near the float4
+        # limit the exact check below decides
+        norm = math.hypot(*value)
+        if 0 < norm * norm < 3.3e38:
             return value
     vector = check_vector(value, dim, what)
     if math.fsum(x * x for x in vector) >= 3.4e38:
