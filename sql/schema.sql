@@ -606,10 +606,12 @@ alter table pymem.idempotency_keys enable row level security;
 alter table pymem.idempotency_keys force row level security;
 
 -- memories: tenant, scope containment and the optional read allow-list. jsonb @> is not
--- leakproof, so scope must be checked here and not left to a query filter.
+-- leakproof, so scope must be checked here and not left to a query filter. A whole-tenant
+-- context (scope {}) skips the containment test, which every row's scope (an object) passes:
+-- one comparison per statement instead of a jsonb containment per row.
 create policy memories_read on pymem.memories for select
   using (tenant_id = (select pymem._ctx_tenant())
-         and scope @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
          and ((select pymem._ctx_read_adapters()) is null
               or source_adapter = any ((select pymem._ctx_read_adapters())::text[])));
 comment on policy memories_read on pymem.memories is 'Visible: own tenant, scope containing the context scope, adapter in the allow-list when one is set';
@@ -618,7 +620,7 @@ comment on policy memories_read on pymem.memories is 'Visible: own tenant, scope
 -- nor one tagged as another adapter.
 create policy memories_insert on pymem.memories for insert
   with check (tenant_id = (select pymem._ctx_tenant())
-              and scope @> (select pymem._ctx_scope())
+              and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
               and source_adapter is not distinct from (select pymem._ctx_adapter()));
 comment on policy memories_insert on pymem.memories is 'Inserts only into the context tenant and scope, tagged with the context adapter';
 
@@ -627,18 +629,18 @@ comment on policy memories_insert on pymem.memories is 'Inserts only into the co
 -- hides cannot be changed either: a context never writes what it may not read.
 create policy memories_update on pymem.memories for update
   using (tenant_id = (select pymem._ctx_tenant())
-         and scope @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
          and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter()))
          and ((select pymem._ctx_read_adapters()) is null
               or source_adapter = any ((select pymem._ctx_read_adapters())::text[])))
   with check (tenant_id = (select pymem._ctx_tenant())
-              and scope @> (select pymem._ctx_scope())
+              and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
               and source_adapter is not distinct from (select pymem._ctx_adapter()));
 comment on policy memories_update on pymem.memories is 'Updates own-adapter rows (operator: any) of the context tenant and scope that the read allow-list admits';
 
 create policy memories_delete on pymem.memories for delete
   using (tenant_id = (select pymem._ctx_tenant())
-         and scope @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
          and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter()))
          and ((select pymem._ctx_read_adapters()) is null
               or source_adapter = any ((select pymem._ctx_read_adapters())::text[])));
@@ -655,7 +657,7 @@ comment on policy memories_owner_verify on pymem.memories is 'Lets pymem.verify_
 -- whole tenant's, so only a whole-tenant context reads them.
 create policy ledger_read on pymem.ledger for select
   using (tenant_id = (select pymem._ctx_tenant())
-         and coalesce(details -> 'scope', '{}'::jsonb) @> (select pymem._ctx_scope())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or coalesce(details -> 'scope', '{}'::jsonb) @> (select pymem._ctx_scope()))
          and ((select pymem._ctx_read_adapters()) is null
               or (details ->> 'source_adapter') = any ((select pymem._ctx_read_adapters())::text[])));
 comment on policy ledger_read on pymem.ledger is 'A context reads its tenant''s events within its scope and read allow-list';
@@ -1282,8 +1284,9 @@ language plpgsql volatile security invoker
 -- settings, so no estimate of the tenant's size matters and the cached generic plans are safe:
 -- planning each call afresh (a custom plan) cost more than the whole search on small tenants.
 set plan_cache_mode = force_generic_plan
-set enable_seqscan = off  -- the exact plan reads the tenant's rows through the primary key
+set enable_seqscan = off  -- the exact plan reads the tenant's rows through a tenant-first index
 set enable_sort = on      -- switched off for the HNSW statement only (see below)
+set enable_indexscan = on -- switched off for the exact statement only (see below)
 -- Iterative scans keep fetching candidates until top_k rows pass RLS and the filters. These
 -- SET clauses also scope the set_config(..., true) calls below to this function call.
 set hnsw.iterative_scan = 'relaxed_order'
@@ -1306,6 +1309,7 @@ declare
   v_rows bigint;
   v_table_rows double precision;
   v_hits pymem.search_hit[];
+  v_any_scope boolean := p_scope_filter = '{}'::jsonb;  -- once, not per row
 begin
   if p_query is null or vector_norm(p_query) = 0 then
     raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
@@ -1348,7 +1352,7 @@ begin
              m.embedding <=> p_query as distance
         from pymem.memories m
        where m.tenant_id = v_tenant
-         and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
+         and (v_any_scope or m.scope @> p_scope_filter)
          and m.erased_at is null
          and (p_include_superseded or m.invalidated_at is null)
        order by m.embedding <=> p_query
@@ -1369,23 +1373,26 @@ begin
 
   -- Rank narrow (id, distance) pairs, then read the top_k rows by the primary key: the sort
   -- copies two columns per candidate instead of fifteen, and only the top_k records are read.
+  -- enable_indexscan off: the tenant's rows come through a bitmap scan and a top-N sort, never
+  -- the HNSW index (which only an index scan can use), with no extra plan node per row. Zero
+  -- vectors have no direction (a NaN distance), and NaN sorts after every number: dropping them
+  -- after the limit loses no row that belonged in the top_k.
+  perform set_config('enable_indexscan', 'off', true);
   return query
     select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
            m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
            m.injection_source, m.policy_fingerprint, m.created_at, m.revision, 1 - t.distance
-      from (select d.id, d.distance
-              from (select m.id, m.embedding <=> p_query as distance
-                      from pymem.memories m
-                     where m.tenant_id = v_tenant
-                       and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
-                       and m.erased_at is null
-                       and (p_include_superseded or m.invalidated_at is null)
-                       and m.embedding is not null
-                    offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
-             where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
-             order by d.distance, d.id
+      from (select m.id, m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and (v_any_scope or m.scope @> p_scope_filter)
+               and m.erased_at is null
+               and (p_include_superseded or m.invalidated_at is null)
+               and m.embedding is not null
+             order by 2, 1
              limit p_top_k) t
       join pymem.memories m on m.tenant_id = v_tenant and m.id = t.id
+     where t.distance <> 'NaN'::double precision
      order by t.distance, t.id;
 end
 $$;
@@ -1409,8 +1416,9 @@ language plpgsql volatile security invoker
 -- settings, so no estimate of the tenant's size matters and the cached generic plans are safe:
 -- planning each call afresh (a custom plan) cost more than the whole search on small tenants.
 set plan_cache_mode = force_generic_plan
-set enable_seqscan = off  -- the exact plan reads the tenant's rows through the primary key
+set enable_seqscan = off  -- the exact plan reads the tenant's rows through a tenant-first index
 set enable_sort = on      -- switched off for the HNSW statement only (see below)
+set enable_indexscan = on -- switched off for the exact statement only (see below)
 -- Iterative scans keep fetching candidates until top_k rows pass RLS and the filters. These
 -- SET clauses also scope the set_config(..., true) calls below to this function call.
 set hnsw.iterative_scan = 'relaxed_order'
@@ -1442,6 +1450,7 @@ declare
   v_rows bigint;
   v_table_rows double precision;
   v_hits pymem.search_hit[];
+  v_any_scope boolean := p_scope_filter = '{}'::jsonb;  -- once, not per row
 begin
   perform pymem.set_context(p_tenant, p_actor, p_adapter, p_scope, p_read_adapters);
   if p_query is null or vector_norm(p_query) = 0 then
@@ -1485,7 +1494,7 @@ begin
              m.embedding <=> p_query as distance
         from pymem.memories m
        where m.tenant_id = v_tenant
-         and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
+         and (v_any_scope or m.scope @> p_scope_filter)
          and m.erased_at is null
          and (p_include_superseded or m.invalidated_at is null)
        order by m.embedding <=> p_query
@@ -1506,23 +1515,26 @@ begin
 
   -- Rank narrow (id, distance) pairs, then read the top_k rows by the primary key: the sort
   -- copies two columns per candidate instead of fifteen, and only the top_k records are read.
+  -- enable_indexscan off: the tenant's rows come through a bitmap scan and a top-N sort, never
+  -- the HNSW index (which only an index scan can use), with no extra plan node per row. Zero
+  -- vectors have no direction (a NaN distance), and NaN sorts after every number: dropping them
+  -- after the limit loses no row that belonged in the top_k.
+  perform set_config('enable_indexscan', 'off', true);
   return query
     select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
            m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
            m.injection_source, m.policy_fingerprint, m.created_at, m.revision, 1 - t.distance
-      from (select d.id, d.distance
-              from (select m.id, m.embedding <=> p_query as distance
-                      from pymem.memories m
-                     where m.tenant_id = v_tenant
-                       and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
-                       and m.erased_at is null
-                       and (p_include_superseded or m.invalidated_at is null)
-                       and m.embedding is not null
-                    offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
-             where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
-             order by d.distance, d.id
+      from (select m.id, m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and (v_any_scope or m.scope @> p_scope_filter)
+               and m.erased_at is null
+               and (p_include_superseded or m.invalidated_at is null)
+               and m.embedding is not null
+             order by 2, 1
              limit p_top_k) t
       join pymem.memories m on m.tenant_id = v_tenant and m.id = t.id
+     where t.distance <> 'NaN'::double precision
      order by t.distance, t.id;
 end
 $$;

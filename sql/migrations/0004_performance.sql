@@ -12,7 +12,8 @@
 --   fault stays visible to pymem verify instead of being laundered into a fresh hash.
 -- * The context helpers every row-level security policy calls are plpgsql (as SQL functions they
 --   cost tens of microseconds per call), and a store without login bindings answers after one
---   probe of the bindings table.
+--   probe of the bindings table. The policies skip their per-row scope containment test for a
+--   whole-tenant context (scope {}), which every row passes.
 -- * Search: a cheap check for flat scopes, the exact plan ranks (id, distance) pairs and reads the
 --   top_k rows only, and a stored record_lite (the record without its vector keys, for records
 --   that carry one) so that searches returning no vectors do not de-TOAST and trim whole records.
@@ -213,6 +214,39 @@ begin
                      case when p_read_adapters is null then '' else to_jsonb(p_read_adapters)::text end, true);
 end
 $$;
+
+-- ============================================================================================
+-- row-level security: a whole-tenant context (scope {}) skips the per-row containment test
+-- ============================================================================================
+alter policy memories_read on pymem.memories
+  using (tenant_id = (select pymem._ctx_tenant())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
+         and ((select pymem._ctx_read_adapters()) is null
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])));
+alter policy memories_insert on pymem.memories
+  with check (tenant_id = (select pymem._ctx_tenant())
+              and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
+              and source_adapter is not distinct from (select pymem._ctx_adapter()));
+alter policy memories_update on pymem.memories
+  using (tenant_id = (select pymem._ctx_tenant())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
+         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter()))
+         and ((select pymem._ctx_read_adapters()) is null
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])))
+  with check (tenant_id = (select pymem._ctx_tenant())
+              and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
+              and source_adapter is not distinct from (select pymem._ctx_adapter()));
+alter policy memories_delete on pymem.memories
+  using (tenant_id = (select pymem._ctx_tenant())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
+         and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter()))
+         and ((select pymem._ctx_read_adapters()) is null
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])));
+alter policy ledger_read on pymem.ledger
+  using (tenant_id = (select pymem._ctx_tenant())
+         and ((select pymem._ctx_scope() = '{}'::jsonb) or coalesce(details -> 'scope', '{}'::jsonb) @> (select pymem._ctx_scope()))
+         and ((select pymem._ctx_read_adapters()) is null
+              or (details ->> 'source_adapter') = any ((select pymem._ctx_read_adapters())::text[])));
 
 -- ============================================================================================
 -- hash version 2
@@ -663,8 +697,9 @@ language plpgsql volatile security invoker
 -- settings, so no estimate of the tenant's size matters and the cached generic plans are safe:
 -- planning each call afresh (a custom plan) cost more than the whole search on small tenants.
 set plan_cache_mode = force_generic_plan
-set enable_seqscan = off  -- the exact plan reads the tenant's rows through the primary key
+set enable_seqscan = off  -- the exact plan reads the tenant's rows through a tenant-first index
 set enable_sort = on      -- switched off for the HNSW statement only (see below)
+set enable_indexscan = on -- switched off for the exact statement only (see below)
 -- Iterative scans keep fetching candidates until top_k rows pass RLS and the filters. These
 -- SET clauses also scope the set_config(..., true) calls below to this function call.
 set hnsw.iterative_scan = 'relaxed_order'
@@ -687,6 +722,7 @@ declare
   v_rows bigint;
   v_table_rows double precision;
   v_hits pymem.search_hit[];
+  v_any_scope boolean := p_scope_filter = '{}'::jsonb;  -- once, not per row
 begin
   if p_query is null or vector_norm(p_query) = 0 then
     raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
@@ -729,7 +765,7 @@ begin
              m.embedding <=> p_query as distance
         from pymem.memories m
        where m.tenant_id = v_tenant
-         and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
+         and (v_any_scope or m.scope @> p_scope_filter)
          and m.erased_at is null
          and (p_include_superseded or m.invalidated_at is null)
        order by m.embedding <=> p_query
@@ -750,23 +786,26 @@ begin
 
   -- Rank narrow (id, distance) pairs, then read the top_k rows by the primary key: the sort
   -- copies two columns per candidate instead of fifteen, and only the top_k records are read.
+  -- enable_indexscan off: the tenant's rows come through a bitmap scan and a top-N sort, never
+  -- the HNSW index (which only an index scan can use), with no extra plan node per row. Zero
+  -- vectors have no direction (a NaN distance), and NaN sorts after every number: dropping them
+  -- after the limit loses no row that belonged in the top_k.
+  perform set_config('enable_indexscan', 'off', true);
   return query
     select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
            m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
            m.injection_source, m.policy_fingerprint, m.created_at, m.revision, 1 - t.distance
-      from (select d.id, d.distance
-              from (select m.id, m.embedding <=> p_query as distance
-                      from pymem.memories m
-                     where m.tenant_id = v_tenant
-                       and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
-                       and m.erased_at is null
-                       and (p_include_superseded or m.invalidated_at is null)
-                       and m.embedding is not null
-                    offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
-             where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
-             order by d.distance, d.id
+      from (select m.id, m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and (v_any_scope or m.scope @> p_scope_filter)
+               and m.erased_at is null
+               and (p_include_superseded or m.invalidated_at is null)
+               and m.embedding is not null
+             order by 2, 1
              limit p_top_k) t
       join pymem.memories m on m.tenant_id = v_tenant and m.id = t.id
+     where t.distance <> 'NaN'::double precision
      order by t.distance, t.id;
 end
 $$;
@@ -791,8 +830,9 @@ language plpgsql volatile security invoker
 -- settings, so no estimate of the tenant's size matters and the cached generic plans are safe:
 -- planning each call afresh (a custom plan) cost more than the whole search on small tenants.
 set plan_cache_mode = force_generic_plan
-set enable_seqscan = off  -- the exact plan reads the tenant's rows through the primary key
+set enable_seqscan = off  -- the exact plan reads the tenant's rows through a tenant-first index
 set enable_sort = on      -- switched off for the HNSW statement only (see below)
+set enable_indexscan = on -- switched off for the exact statement only (see below)
 -- Iterative scans keep fetching candidates until top_k rows pass RLS and the filters. These
 -- SET clauses also scope the set_config(..., true) calls below to this function call.
 set hnsw.iterative_scan = 'relaxed_order'
@@ -824,6 +864,7 @@ declare
   v_rows bigint;
   v_table_rows double precision;
   v_hits pymem.search_hit[];
+  v_any_scope boolean := p_scope_filter = '{}'::jsonb;  -- once, not per row
 begin
   perform pymem.set_context(p_tenant, p_actor, p_adapter, p_scope, p_read_adapters);
   if p_query is null or vector_norm(p_query) = 0 then
@@ -867,7 +908,7 @@ begin
              m.embedding <=> p_query as distance
         from pymem.memories m
        where m.tenant_id = v_tenant
-         and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
+         and (v_any_scope or m.scope @> p_scope_filter)
          and m.erased_at is null
          and (p_include_superseded or m.invalidated_at is null)
        order by m.embedding <=> p_query
@@ -888,23 +929,26 @@ begin
 
   -- Rank narrow (id, distance) pairs, then read the top_k rows by the primary key: the sort
   -- copies two columns per candidate instead of fifteen, and only the top_k records are read.
+  -- enable_indexscan off: the tenant's rows come through a bitmap scan and a top-N sort, never
+  -- the HNSW index (which only an index scan can use), with no extra plan node per row. Zero
+  -- vectors have no direction (a NaN distance), and NaN sorts after every number: dropping them
+  -- after the limit loses no row that belonged in the top_k.
+  perform set_config('enable_indexscan', 'off', true);
   return query
     select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
            m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
            m.injection_source, m.policy_fingerprint, m.created_at, m.revision, 1 - t.distance
-      from (select d.id, d.distance
-              from (select m.id, m.embedding <=> p_query as distance
-                      from pymem.memories m
-                     where m.tenant_id = v_tenant
-                       and (p_scope_filter = '{}'::jsonb or m.scope @> p_scope_filter)
-                       and m.erased_at is null
-                       and (p_include_superseded or m.invalidated_at is null)
-                       and m.embedding is not null
-                    offset 0) d  -- offset 0: each distance computed once, and no HNSW path for the sort
-             where d.distance <> 'NaN'::double precision  -- zero vectors have no direction
-             order by d.distance, d.id
+      from (select m.id, m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and (v_any_scope or m.scope @> p_scope_filter)
+               and m.erased_at is null
+               and (p_include_superseded or m.invalidated_at is null)
+               and m.embedding is not null
+             order by 2, 1
              limit p_top_k) t
       join pymem.memories m on m.tenant_id = v_tenant and m.id = t.id
+     where t.distance <> 'NaN'::double precision
      order by t.distance, t.id;
 end
 $$;
