@@ -8,6 +8,8 @@ boundary and what the README recommends.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -27,17 +29,25 @@ APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
 
 
+#: What _configure found for each open connection: the role it switched to (None: its login's
+#: own). A reset restores exactly that without asking the server again.
+_configured: "weakref.WeakKeyDictionary[psycopg.Connection, str | None]" = weakref.WeakKeyDictionary()
+
+
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
     # An administrative connection may reach a database pgvector is not installed in yet.
-    if conn.execute(queries.query("vector_type_exists")).fetchone()[0]:
+    vector = conn.execute(queries.query("vector_type_exists")).fetchone()[0]
+    if vector:
         register_vector(conn)
-    if role is None:  # an administrative connection: keep the login's own rights
-        conn.commit()
-        return
-    row = conn.execute(queries.query("login_needs_app_role"), (role,)).fetchone()
-    if row and row[0] and not row[1]:
-        conn.execute(queries.template("set_role", role=sql.Identifier(role)))
+    switched = None
+    if role is not None:  # None: an administrative connection keeps the login's own rights
+        row = conn.execute(queries.query("login_needs_app_role"), (role,)).fetchone()
+        if row and row[0] and not row[1]:
+            conn.execute(queries.template("set_role", role=sql.Identifier(role)))
+            switched = role
     conn.commit()
+    if vector:
+        _configured[conn] = switched
 
 
 def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False) -> psycopg.Connection:
@@ -55,14 +65,17 @@ def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False) 
 
 
 def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
-    """Return `conn` to a clean session, then configure it again like a new connection.
+    """Return `conn` to a clean session, in the role a new connection would have.
 
     What a connection returned to the pool must not carry into the next checkout: session-level
     settings (a `set_config('pymem.tenant', ..., false)` made by code sharing the pool), held
     cursors (a WITH HOLD cursor opened under another tenant), temporary objects, LISTEN
     registrations, advisory locks and a changed role (queries.sql: reset_session). Prepared
     statements and cached plans are kept: they carry no data, since row-level security is applied
-    when a statement runs, with the context of that moment.
+    when a statement runs, with the context of that moment. The pgvector types registered on the
+    connection are client-side and stay; the role the connection was configured with is set
+    again. One round trip for a dedicated login (every checkout waits for it), two when the login
+    must switch to the app role; a connection never configured is configured in full.
     """
     if conn.info.transaction_status != TransactionStatus.IDLE:
         conn.rollback()
@@ -70,12 +83,21 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     conn.autocommit = True
     try:
         conn.execute(queries.query("reset_session"))
+        if conn in _configured:
+            switched = _configured[conn]
+            if switched is not None:
+                conn.execute(queries.template("set_role", role=sql.Identifier(switched)))
+            return
     finally:
         conn.autocommit = prev
     _configure(conn, role)
 
 
-def make_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPool:
+def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8) -> ConnectionPool:
+    """A pool of app connections, reset on return (reset_connection). Two stay open, so that a
+    caller running one statement after another never waits for the reset of the connection it
+    just returned: the pool hands out the other one meanwhile."""
+    min_size = min(min_size, max_size)
     pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=_configure,
                           reset=reset_connection, open=False)
     try:
@@ -84,6 +106,50 @@ def make_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPo
         pool.close()
         raise ServerError(f"cannot connect to the database: {exc}".strip()) from exc
     return pool
+
+
+class StatementConnections:
+    """A few app connections for pymem's own one-statement autocommit calls that leave nothing
+    behind in the session (a search through pymem.search_as: its context is transaction-local,
+    its settings function-local). Nothing else ever runs on them and no caller ever holds one, so
+    they need no reset: they are handed out last in, first out, without the pool's round trip
+    and worker thread, and a connection that fails or is left in a transaction is closed."""
+
+    def __init__(self, dsn: str, *, max_size: int = 8, timeout: float = 30.0):
+        self._dsn = dsn
+        self._idle: list[psycopg.Connection] = []
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_size)
+        self._timeout = timeout
+        self._closed = False
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        if not self._slots.acquire(timeout=self._timeout):
+            raise ServerError(f"no database connection free after {self._timeout:g} s")
+        conn = None
+        try:
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None or conn.closed:
+                conn = connect(self._dsn, autocommit=True)
+            yield conn
+            if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+                with self._lock:
+                    if not self._closed:
+                        self._idle.append(conn)
+                        conn = None
+        finally:
+            if conn is not None:
+                conn.close()
+            self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
 
 def set_context(conn: psycopg.Connection, ctx: Context) -> None:

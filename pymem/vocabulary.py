@@ -50,13 +50,15 @@ INJECTED = Origin.INJECTED_CONTEXT.value
 
 #: Every event the ledger records: the chain trigger's memory events, the gate's refusals, the
 #: sessions' lifecycle, hot memories marked and cleared, what a delivery injected into a turn, the
-#: reason given for an erasure, and each convention receipt's filing, confirmation (a new
-#: version), retirement and expiry.
+#: reason given for an erasure, each convention receipt's filing, confirmation (a new version),
+#: retirement and expiry, and the re-hash a migration to a new hash version chains for each live
+#: row (memory.rehash).
 EVENTS: tuple[str, ...] = ("memory.insert", "memory.update", "memory.supersede", "memory.erase",
                            "memory.delete", "admission.refused",
                            "session.start", "session.end", "session.summary", "session.erase",
                            "hot.marked", "hot.cleared", "delivery.injected", "erasure.recorded",
-                           "convention.filed", "convention.confirmed", "convention.retired", "convention.expired")
+                           "convention.filed", "convention.confirmed", "convention.retired", "convention.expired",
+                           "memory.rehash")
 
 #: Where a session runs (the `pymem.surface` domain): a chat, a background job, another agent
 #: (agent-to-agent), an API client, the command line.

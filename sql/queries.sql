@@ -126,6 +126,38 @@ on conflict (tenant_id, id) do update
        invalidated_at = excluded.invalidated_at, superseded_by = excluded.superseded_by
 returning m.id, m.revision
 
+-- name: create_stage --
+-- A session-local staging table for one bulk write, with the write columns' own types (read from pymem.memories, so no type name is looked up); dropped at commit
+create temp table pymem_stage on commit drop as
+select tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence, origin, source_adapter,
+       provenance, injection_source, policy_fingerprint, valid_from, invalidated_at, superseded_by
+  from pymem.memories with no data
+
+-- name: copy_stage --
+-- Binary COPY of a batch of memory rows into the staging table (the write columns, in order)
+copy pg_temp.pymem_stage (tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence,
+                          origin, source_adapter, provenance, injection_source, policy_fingerprint, valid_from,
+                          invalidated_at, superseded_by) from stdin (format binary)
+
+-- name: upsert_from_stage --
+-- upsert_memories for every staged row in one statement: the caller's RLS, the triggers and one chain lock per tenant
+insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
+                                 confidence, origin, source_adapter, provenance, injection_source,
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by)
+select s.tenant_id, s.id, s.scope, s.kind, s.content, s.record, s.embedding, s.tags, s.importance, s.confidence,
+       s.origin, s.source_adapter, s.provenance, s.injection_source, s.policy_fingerprint,
+       coalesce(s.valid_from, now()), s.invalidated_at, s.superseded_by
+  from pg_temp.pymem_stage s
+on conflict (tenant_id, id) do update
+   set scope = excluded.scope, content = excluded.content, record = excluded.record,
+       embedding = excluded.embedding, origin = excluded.origin, provenance = excluded.provenance,
+       injection_source = excluded.injection_source, source_adapter = excluded.source_adapter
+returning m.id, m.revision
+
+-- name: drop_stage --
+-- Drop the staging table once its rows are written (the next bulk write of the transaction makes its own)
+drop table pg_temp.pymem_stage
+
 -- name: current_revisions --
 -- Revisions of the context tenant's live memories with these ids (%s tenant, %s ids)
 select id, revision from pymem.memories where tenant_id = %s and id = any(%s) and erased_at is null
@@ -197,11 +229,16 @@ select id, record, content, scope, kind, tags, origin, provenance, injection_sou
 select * from pymem.search(p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => %s,
                            p_with_vectors => %s, p_plan => %s)
 
--- name: search_as --
--- Set the context and search in one statement (the context's five values, then as for search)
-select * from pymem.search_as(p_tenant => %s, p_actor => %s, p_adapter => %s, p_scope => %s,
-                              p_read_adapters => %s, p_query => %s, p_top_k => %s, p_scope_filter => %s,
-                              p_include_superseded => %s, p_with_vectors => %s, p_plan => %s)
+-- name: search_as_chunks --
+-- search_as for the storage contract: id, record, score, revision, and the columns a record-less row's chunk is built from (NULL when the row has a record); sent as a prepared statement
+select h.id, h.record, h.score, h.revision,
+       case when h.record is null then h.content end, case when h.record is null then h.scope end,
+       case when h.record is null then h.kind end, case when h.record is null then h.tags end,
+       case when h.record is null then h.origin end, case when h.record is null then h.provenance end,
+       case when h.record is null then h.injection_source end
+  from pymem.search_as(p_tenant => %s, p_actor => %s, p_adapter => %s, p_scope => %s, p_read_adapters => %s,
+                       p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => %s,
+                       p_with_vectors => %s) h
 
 -- ============================================================================================
 -- the LangGraph store (pymem/langgraph): items are memories whose scope holds their namespace
@@ -302,31 +339,70 @@ select * from pymem.verify_chain(%s)
 -- Make the transaction one snapshot (first statement of the transaction)
 set transaction isolation level repeatable read
 
+-- name: export_snapshot --
+-- Name this (repeatable read) transaction's snapshot, so that other connections can read the same one
+select pg_export_snapshot()
+
+-- name: import_snapshot --
+-- Read from a snapshot another connection exported (after repeatable_read, before any query)
+set transaction snapshot {snapshot}
+
+-- name: context_is_whole_tenant --
+-- Whether the context covers the whole tenant (no scope, no read allow-list): verifying a chain names every memory
+select pymem._ctx_scope() = '{}'::jsonb and pymem._ctx_read_adapters() is null
+
+-- name: verify_sizes --
+-- Each tenant (%s, or every tenant with NULL) with its head row (seq and chain_hash, NULL without one) and live row count (to split its verification into ranges)
+select t.tenant_id, h.seq, h.chain_hash, coalesce(h.live_rows, 0)
+  from (select tenant_id from pymem.chain_heads union select tenant_id from pymem.ledger
+        union select tenant_id from pymem.memories) t
+  left join pymem.chain_heads h on h.tenant_id = t.tenant_id
+ where %s::text is null or t.tenant_id = %s
+ order by 1
+
+-- name: memory_id_at --
+-- The id at a position of a tenant's memories in id order (%s tenant, %s position): where a range of rows to verify ends
+select id from pymem.memories where tenant_id = %s order by id offset %s limit 1
+
+-- name: ledger_bytes --
+-- A tenant's ledger entries with seq in a range (tenant, low or NULL, low, high or NULL, high), each with the bytes its chain_hash covers (the database's encoding)
+select l.seq, l.event, l.memory_id, l.revision, l.content_hash, l.hash_version, l.prev_hash, l.chain_hash,
+       case l.hash_version when 2 then pymem._event_bytes_v2(l) when 1 then pymem._event_bytes_v1(l) end
+  from pymem.ledger l
+ where l.tenant_id = %s and (%s::bigint is null or l.seq >= %s) and (%s::bigint is null or l.seq <= %s)
+ order by l.seq
+
+-- name: memory_bytes --
+-- A tenant's memories with ids in a range (tenant, low or NULL, low, high or NULL, high): stored hash, revision, and the version-2 bytes of each live row (the database's encoding)
+select m.id, m.revision, m.erased_at is not null, m.content_hash,
+       case when m.erased_at is null then pymem._content_bytes_v2(m) end
+  from pymem.memories m
+ where m.tenant_id = %s and (%s::text is null or m.id >= %s) and (%s::text is null or m.id < %s)
+
+-- name: memories_failing_v1 --
+-- Which of these memories (%s tenant, %s ids) no longer match their hash version 1
+select m.id from pymem.memories m
+ where m.tenant_id = %s and m.id = any(%s) and m.content_hash <> pymem._content_hash_v1(m)
+
 -- ============================================================================================
 -- what vouches for the chain from outside (the independent verifier, checkpoints)
 -- ============================================================================================
 
--- name: ledger_tenants --
--- Every tenant with a head, a ledger entry or a memory
-select tenant_id from pymem.chain_heads union select tenant_id from pymem.ledger
-union select tenant_id from pymem.memories order by 1
-
 -- name: raw_ledger --
--- A tenant's (%s) ledger entries in chain order, jsonb as text, for recomputing hashes outside the database
+-- A tenant's ledger entries with seq in a range (tenant, low or NULL, low, high or NULL, high), in chain order, jsonb as text, for recomputing hashes outside the database
 select tenant_id, seq, event, memory_id, revision, content_hash, actor, adapter, details::text as details,
        occurred_at, hash_version, prev_hash, chain_hash
-  from pymem.ledger where tenant_id = %s order by seq
+  from pymem.ledger
+ where tenant_id = %s and (%s::bigint is null or seq >= %s) and (%s::bigint is null or seq <= %s)
+ order by seq
 
 -- name: raw_memories --
--- A tenant's (%s) memory rows, jsonb and the vector as text (pgvector prints each float4 exactly), by id
+-- A tenant's memory rows with ids in a range (tenant, low or NULL, low, high or NULL, high), jsonb and the vector as text (pgvector prints each float4 exactly)
 select tenant_id, id, scope::text as scope, kind, content, record::text as record, embedding::text as embedding,
        tags, importance, confidence, origin, source_adapter, provenance::text as provenance, injection_source,
        policy_fingerprint, revision, created_at, valid_from, invalidated_at, superseded_by, erased_at, content_hash
-  from pymem.memories where tenant_id = %s order by id
-
--- name: raw_chain_head --
--- A tenant's (%s) head row
-select seq, chain_hash from pymem.chain_heads where tenant_id = %s
+  from pymem.memories
+ where tenant_id = %s and (%s::text is null or id >= %s) and (%s::text is null or id < %s)
 
 -- name: ledger_entry_hash --
 -- The chain hash of one entry (tenant, seq)

@@ -26,18 +26,23 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @click.option("--admission", is_flag=True,
               help="Instead: the write gate's content check per note, signatures only vs with the classifier "
                    "(offline, no database).")
+@click.option("--scaling", is_flag=True,
+              help="Run the whole benchmark at 10,000, 30,000 and 100,000 rows (--rows is ignored) and tabulate "
+                   "search p50, upsert rows/s and verification throughput per size.")
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, admission: bool, as_json: bool) -> None:
+          keep: bool, langgraph: bool, admission: bool, scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
     and prints, per tenant size, search latency p50/p95, the share of queries returning the full
     top_k and recall@k vs exact search, for pymem and for raw SQL on a plain table with the same
-    HNSW index (naive, iterative scan, exact); then upsert rows/s (pymem vs raw INSERT and COPY)
-    and verification entries/s. Needs the administrative connection (PYMEM_ADMIN_DSN, or the
-    embedded server's) to create the database. Progress goes to standard error.
+    HNSW index (naive, iterative scan, exact); then the initial load (pymem vs raw COPY), upsert
+    rows/s into the indexed tables (pymem vs raw INSERT and COPY) and full verification entries/s
+    (as `pymem verify` runs it, and inside the database). --scaling repeats it at 10k, 30k and
+    100k rows. Needs the administrative connection (PYMEM_ADMIN_DSN, or the embedded server's) to
+    create the database. Progress goes to standard error.
 
     With --langgraph, the same rows become LangGraph items in one tenant, in namespaces of those
     sizes, and it prints per namespace size, side by side, PymemStore, PostgresStore with default
@@ -50,6 +55,8 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
     Example: pymem bench --rows 20000 --queries 50
     """
+    if scaling and (langgraph or admission):
+        raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph or --admission")
     if admission:
         from ..tools.admission_bench import format_admission_report, run_admission_bench
 
@@ -69,10 +76,16 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
         config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
                                   database=database or "pymem_bench", keep=keep)
+    progress = lambda message: stderr(f"bench: {message}")  # noqa: E731
     with open_store() as store:
-        report = tool.run(store, config, progress=lambda message: stderr(f"bench: {message}"))
+        if scaling:
+            report = tool.run_scaling(store, config, progress)
+        else:
+            report = tool.run(store, config, progress=progress)
     if as_json:
         echo_json(report)
+    elif scaling:
+        click.echo("\n\n".join([tool.format_scaling(report)] + [tool.format_report(r) for r in report["reports"]]))
     else:
         click.echo(tool.format_report(report))
 

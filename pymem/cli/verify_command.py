@@ -58,28 +58,31 @@ def _print_checkpoints(report) -> None:
                    "PYMEM_SIGNING_KEY's.")
 @click.option("--independent", is_flag=True,
               help="Also recompute every hash in Python from the raw rows, without the database's functions.")
+@click.option("--jobs", type=click.IntRange(1, 16), default=2, show_default=True,
+              help="Connections to verify on at once (they read one snapshot).")
 @json_option
-def verify(tenant: str | None, checkpoints: str | None, public_key: Path | None, independent: bool,
+def verify(tenant: str | None, checkpoints: str | None, public_key: Path | None, independent: bool, jobs: int,
            as_json: bool) -> None:
     """Verify the ledger's hash chain, re-hash every live memory (lessons and shared facts among
     them) and check every convention receipt.
 
     Prints the entries checked and each tenant's head hash, then `tampering: none detected` or the
-    first bad seq, the memory it concerns and what is wrong. Each convention receipt must carry
-    the installation key's valid signature (the key file, or --public-key; the key registered in
-    the database must be the same) and exactly one matching anchoring ledger entry; each problem
-    is printed as `RECEIPT PROBLEM` with the receipt's id. --checkpoints compares the chain with
-    heads signed earlier outside the database (a truncated, rewound or rewritten chain fails
-    there even if the database's own functions were replaced); --independent recomputes every
-    hash in Python. Exit 0 when clean (also with no data), 1 on a finding, 2 on a usage or
-    connection error.
+    first bad seq, the memory it concerns and what is wrong. The database streams the bytes each
+    hash covers (from its own hash functions) on --jobs connections and Python hashes them. Each
+    convention receipt must carry the installation key's valid signature (the key file, or
+    --public-key; the key registered in the database must be the same) and exactly one matching
+    anchoring ledger entry; each problem is printed as `RECEIPT PROBLEM` with the receipt's id.
+    --checkpoints compares the chain with heads signed earlier outside the database (a
+    truncated, rewound or rewritten chain fails there even if the database's own functions were
+    replaced); --independent recomputes every hash in Python from the raw rows. Exit 0 when clean
+    (also with no data), 1 on a finding, 2 on a usage or connection error.
 
     Example: pymem verify --tenant acme --checkpoints /srv/pymem/checkpoints.jsonl --independent
     """
     try:
         with open_store() as store:
             result = audit_chain(store, tenant or None, independent=independent, checkpoints=checkpoints,
-                                 public_key=public_key)
+                                 public_key=public_key, jobs=jobs)
     except PymemError as exc:
         # Anything but a finding is a usage or connection problem: exit 2, never 1.
         raise PymemCommandError(str(exc), exit_code=2) from exc

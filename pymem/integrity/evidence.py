@@ -20,7 +20,7 @@ from .checkpoints import Checkpoint, CheckpointReport, anchor, check_checkpoints
 from .independent import verify_independently
 from .receipts import ReceiptAudit, audit_receipts
 from .signing import load_key, load_or_create_key, load_public_hex, public_bytes
-from .verify import VerifyReport, verify_store
+from .verify import JOBS, VerifyReport, verify_store
 
 
 @contextmanager
@@ -77,12 +77,13 @@ def _receipt_key(store, public_key: str | Path | None) -> str | None:
 
 
 def audit_chain(store, tenant: str | None = None, *, independent: bool = False, checkpoints: str | None = None,
-                public_key: str | Path | None = None) -> ChainAudit:
-    """Verify the chain with the database's function and the convention receipts against their
-    signatures and anchors (`public_key`, else the installation key file, is the key they must
-    carry), and optionally recompute the chain in Python and compare it with the signed
-    checkpoints in `checkpoints` (a file or `SCHEME:TARGET`)."""
-    database = verify_store(store, tenant)
+                public_key: str | Path | None = None, jobs: int = JOBS) -> ChainAudit:
+    """Verify the chain with the database's hash functions (on `jobs` connections, hashed in
+    Python) and the convention receipts against their signatures and anchors (`public_key`, else
+    the installation key file, is the key they must carry), and optionally recompute the chain in
+    Python from the raw rows and compare it with the signed checkpoints in `checkpoints` (a file
+    or `SCHEME:TARGET`)."""
+    database = verify_store(store, tenant, jobs=jobs)
     with _connection(store, tenant) as conn:
         found_receipts = audit_receipts(conn, tenant, lambda: _receipt_key(store, public_key))
     found_independent = found_checkpoints = None

@@ -1,67 +1,21 @@
-"""Chain verification: walk each tenant's ledger and re-hash every live memory (pymem.verify_chain)."""
+"""Chain verification: walk each tenant's ledger and re-hash every live memory.
+
+`verify_chain` runs the database's function, pymem.verify_chain, on one connection;
+`verify_store` (what `pymem verify` runs) makes the same checks with the hashing done in
+Python on several connections (pymem.integrity.streamed).
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
 
 import psycopg
 from psycopg.rows import dict_row
 
 from .. import db, queries
 from ..context import Context
-
-
-@dataclass(frozen=True)
-class TenantVerification:
-    tenant: str
-    entries: int
-    rows_checked: int
-    head_seq: int | None
-    head_hash: str | None
-    bad_seq: int | None = None
-    bad_memory_id: str | None = None
-    problem: str | None = None
-
-    @property
-    def clean(self) -> bool:
-        return self.problem is None
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "TenantVerification":
-        """From a row of pymem.verify_chain, by column name (tenant_id is `tenant` here)."""
-        values = dict(row)
-        values["tenant"] = values.pop("tenant_id")
-        if values["head_hash"] is not None:
-            values["head_hash"] = bytes(values["head_hash"]).hex()
-        return cls(**values)
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    tenants: list[TenantVerification] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def clean(self) -> bool:
-        return all(t.clean for t in self.tenants)
-
-    @property
-    def entries(self) -> int:
-        return sum(t.entries for t in self.tenants)
-
-    @property
-    def first_problem(self) -> TenantVerification | None:
-        return next((t for t in self.tenants if not t.clean), None)
-
-    def to_json(self) -> dict:
-        return {
-            "clean": self.clean,
-            "entries": self.entries,
-            "seconds": round(self.seconds, 6),
-            "tenants": [asdict(t) for t in self.tenants],
-        }
+from .reports import TenantVerification, VerifyReport
+from .streamed import DatabaseBytes, verify_streamed
 
 
 def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyReport:
@@ -77,10 +31,19 @@ def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyR
     return VerifyReport(tenants=tenants, seconds=time.perf_counter() - started)
 
 
-def verify_store(store, tenant: str | None = None) -> VerifyReport:
-    """verify_chain on the right connection for `store`: the app's for a tenant, the admin's for all."""
-    if tenant:
-        with store.pool.connection() as conn:
-            return verify_chain(conn, tenant)
-    with store.admin_connection() as conn:
-        return verify_chain(conn, None)
+#: Connections `pymem verify` uses by default (the database streams on one while Python hashes
+#: what another sent).
+JOBS = 2
+
+
+def verify_store(store, tenant: str | None = None, *, jobs: int = JOBS) -> VerifyReport:
+    """Verify one tenant (on app connections, with its context) or every tenant (administrative
+    connections): the checks of pymem.verify_chain, with the bytes each hash covers streamed from
+    the database's own hash functions and hashed in Python, on `jobs` connections that read one
+    snapshot (pymem.integrity.streamed)."""
+    if tenant:  # app connections come from the pool: never ask for more than it holds
+        return verify_streamed(store.pool.connection, tenant, DatabaseBytes(), jobs=min(jobs, store.pool.max_size))
+    return verify_streamed(store.admin_connection, None, DatabaseBytes(), jobs=jobs)
+
+
+__all__ = ["TenantVerification", "VerifyReport", "JOBS", "verify_chain", "verify_store"]

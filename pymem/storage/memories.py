@@ -21,7 +21,7 @@ from . import idempotency, status
 from .chunks import chunk_from_row, parse_chunk
 from .rows import MemoryRow, check_row, write_rows
 from .search import (check_include, check_metadata_filter, check_scope_filter, check_top_k, contract_hits,
-                     run_search, run_search_as)
+                     run_search, search_chunks_as)
 from .validate import check_embedding, check_id, check_ids
 
 __all__ = ["Memories", "check_records", "check_expected_revisions", "MAX_BATCH", "MAX_IDS", "MAX_LIST", "ROW_FIELDS"]
@@ -134,10 +134,10 @@ class Memories:
         if conn is not None:
             with db.transaction(conn, self.ctx):
                 return contract_hits(run_search(conn, query, top_k, scope, **kwargs))
-        # On a pooled connection, one autocommit statement that sets the context and searches
-        # (one round trip instead of four).
-        with self.store.pool.connection() as c:
-            return contract_hits(run_search_as(c, self.ctx, query, top_k, scope, **kwargs))
+        # One autocommit statement that sets the context and searches (one round trip instead of
+        # four), on a connection kept for such statements (db.StatementConnections).
+        with self.store.statements.connection() as c:
+            return search_chunks_as(c, self.ctx, query, top_k, scope, **kwargs)
 
     def get(self, memory_id: str, *, conn: psycopg.Connection | None = None) -> dict[str, Any] | None:
         """The stored chunk, verbatim, plus a "revision" key; None if absent, erased or not visible."""

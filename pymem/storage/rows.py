@@ -3,9 +3,12 @@
 
 One validator, so the paths cannot disagree about what a row may hold (zero or non-finite
 vectors, the dimension, record and content sizes, origins, scopes); one column list, read from
-the named INSERT (sql/queries.sql), so Python and the statement cannot drift apart. Each batch
-is one multi-row INSERT per `ROWS_PER_STATEMENT` rows: the chain trigger then locks the
-tenant's head once per statement instead of once per row (COPY is refused under RLS).
+the named INSERT (sql/queries.sql), so Python and the statements cannot drift apart. A few rows
+go as one multi-row INSERT per `ROWS_PER_STATEMENT` rows. A bulk upsert (import, upsert_many of
+`STAGE_FROM` rows or more) moves its rows with binary COPY into a session-local staging table
+and writes them with ONE `INSERT ... SELECT`: COPY into pymem.memories itself is refused under
+row-level security, but the final INSERT is the caller's own statement, so RLS, the triggers
+and the chain apply to it exactly as to a VALUES insert, and the tenant's head is locked once.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 import psycopg
@@ -26,14 +30,20 @@ from ..vocabulary import (INJECTED, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MA
                           MAX_RECORD_BYTES, ORIGINS, canonical_json)
 from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
 
-__all__ = ["MemoryRow", "WRITE_COLUMNS", "ROWS_PER_STATEMENT", "check_row", "write_rows"]
+__all__ = ["MemoryRow", "WRITE_COLUMNS", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows"]
 
 #: The columns every write names, in the order of the named INSERT (sql/queries.sql).
 WRITE_COLUMNS: tuple[str, ...] = queries.insert_columns("insert_memories")
 #: Rows per INSERT statement (18 parameters each: far below the 65,535 a statement may carry).
 ROWS_PER_STATEMENT = 500
+#: From this many rows on, an upsert is staged with binary COPY (a few rows: one INSERT is cheaper).
+STAGE_FROM = 50
 #: Columns a write takes from the context, never from the row.
 CONTEXT_COLUMNS = ("tenant_id", "source_adapter")
+#: The staging table's column types, for binary COPY (origin is a domain over text).
+_STAGE_TYPES = {"scope": "jsonb", "record": "jsonb", "provenance": "jsonb", "embedding": "vector", "tags": "text[]",
+                "importance": "float4", "confidence": "float4", "valid_from": "timestamptz",
+                "invalidated_at": "timestamptz"}
 
 _KIND = re.compile(KIND_PATTERN)
 
@@ -150,6 +160,8 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
     `replace` upsert them (a chunk replaces what it determines; see sql/queries.sql), or with
     `whole` as well replace every column the row determines (confidence, policy fingerprint,
     kind, tags... : a writer that owns whole rows). Returns {id: revision} as written."""
+    if replace and not whole and len(rows) >= STAGE_FROM and all(_stageable(r) for r in rows):
+        return _write_staged(conn, ctx, rows)
     name = ("replace_memories" if whole else "upsert_memories") if replace else "insert_memories"
     revisions: dict[str, int] = {}
     with conn.cursor() as cur:
@@ -157,4 +169,23 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
             batch = rows[start:start + ROWS_PER_STATEMENT]
             cur.execute(queries.repeated(name, len(batch)), [v for row in batch for v in row.params(ctx)])
             revisions.update(cur.fetchall())
+    return revisions
+
+
+def _stageable(row: MemoryRow) -> bool:
+    """Binary COPY needs real timestamps (a VALUES insert lets the server parse a string)."""
+    return all(v is None or isinstance(v, datetime) for v in (row.valid_from, row.invalidated_at))
+
+
+def _write_staged(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]) -> dict[str, int]:
+    """Upsert `rows` through the staging table: binary COPY in, one INSERT ... SELECT out."""
+    with conn.cursor() as cur:
+        cur.execute(queries.query("create_stage"))
+        with cur.copy(queries.query("copy_stage")) as copy:
+            copy.set_types([_STAGE_TYPES.get(c, "text") for c in WRITE_COLUMNS])
+            for row in rows:
+                copy.write_row(row.params(ctx))
+        cur.execute(queries.query("upsert_from_stage"))
+        revisions = dict(cur.fetchall())
+        cur.execute(queries.query("drop_stage"))
     return revisions

@@ -131,23 +131,36 @@ def run_search(conn: psycopg.Connection, query: list[float], top_k: int, scope_f
         return cur.fetchall()
 
 
-def run_search_as(conn: psycopg.Connection, ctx: Context, query: list[float], top_k: int,
-                  scope_filter: dict[str, str], *, include_superseded: bool, with_vectors: bool,
-                  plan: str = "auto") -> list[SearchHit]:
-    """The search as one autocommit statement that sets the context itself (pymem.search_as):
-    one round trip. `conn` must be idle; it is left as it was found."""
+_FALLBACK = ("content", "scope", "kind", "tags", "origin", "provenance", "injection_source")
+
+
+def search_chunks_as(conn: psycopg.Connection, ctx: Context, query: list[float], top_k: int,
+                     scope_filter: dict[str, str], *, include_superseded: bool,
+                     with_vectors: bool) -> list[dict[str, Any]]:
+    """Memories.search on an idle pooled connection: one autocommit statement that sets the
+    context and searches (pymem.search_as), returning the storage contract's hits. Only what a
+    hit needs crosses the wire, as plain rows, and the statement is prepared (its plan is a
+    function scan; the searches inside keep the plans pymem.search pins). `conn` is left as it
+    was found."""
     with db.translate_errors():
         autocommit = conn.autocommit
         conn.autocommit = True
         try:
-            with conn.cursor(row_factory=class_row(SearchHit)) as cur:
-                cur.execute(queries.query("search_as"), ctx.params() + (Vector(query), top_k, Jsonb(scope_filter),
-                                                                        include_superseded, with_vectors, plan),
-                            prepare=False)
-                return cur.fetchall()
+            with conn.cursor() as cur:
+                cur.execute(queries.query("search_as_chunks"),
+                            ctx.params() + (Vector(query), top_k, Jsonb(scope_filter), include_superseded,
+                                            with_vectors), prepare=True)
+                rows = cur.fetchall()
         finally:
             if not conn.closed:
                 conn.autocommit = autocommit
+    hits = []
+    for chunk_id, record, score, revision, *fallback in rows:
+        chunk = record if record is not None else chunk_from_row(dict(zip(_FALLBACK, fallback), id=chunk_id))
+        distillate = chunk.get("distillate")
+        hits.append({"chunk": chunk, "chunk_id": chunk_id, "score": score,
+                     "recalled_view": distillate if distillate is not None else chunk, "revision": revision})
+    return hits
 
 
 def contract_hits(rows: list[SearchHit]) -> list[dict[str, Any]]:
@@ -166,4 +179,4 @@ def contract_hits(rows: list[SearchHit]) -> list[dict[str, Any]]:
 
 
 __all__ = ["MAX_TOP_K", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k", "check_scope_filter", "check_include",
-           "check_metadata_filter", "search_rows", "run_search", "run_search_as", "contract_hits"]
+           "check_metadata_filter", "search_rows", "run_search", "search_chunks_as", "contract_hits"]

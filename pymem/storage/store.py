@@ -32,6 +32,8 @@ class Store:
             raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
         self.embedding_dim: int = row[0]
         self.pool = db.make_pool(endpoints.app, max_size=pool_size)
+        # Memories.search's one autocommit statement (pymem.search_as) runs on these: no reset needed
+        self.statements = db.StatementConnections(endpoints.app, max_size=pool_size)
 
     @classmethod
     def open(cls, settings: Settings | None = None, **kwargs: Any) -> "Store":
@@ -39,6 +41,7 @@ class Store:
         return cls(resolve(settings), settings, **kwargs)
 
     def close(self) -> None:
+        self.statements.close()
         self.pool.close()
 
     def __enter__(self) -> "Store":

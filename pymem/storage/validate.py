@@ -124,13 +124,17 @@ def check_nonzero(vector: list[float], what: str) -> list[float]:
     return vector
 
 
+_FLOATS = {float}
+
+
 def check_embedding(value: Any, dim: int, what: str = "embedding") -> list[float]:
     """A list of `dim` finite numbers, not all zero, whose squared norm fits float4 (pgvector sums
     squares in float4: past that the norm overflows and scores become NaN)."""
-    if type(value) is list and len(value) == dim and all(type(x) is float for x in value):
-        # the common case, checked in one pass: NaN and inf make the sum NaN or inf
-        squares = math.fsum(x * x for x in value)
-        if 0 < squares < 3.4e38:
+    if type(value) is list and len(value) == dim and set(map(type, value)) == _FLOATS:
+        # the common case, checked in C: NaN and inf make the norm NaN or inf; near the float4
+        # limit the exact check below decides
+        norm = math.hypot(*value)
+        if 0 < norm * norm < 3.3e38:
             return value
     vector = check_vector(value, dim, what)
     if math.fsum(x * x for x in vector) >= 3.4e38:

@@ -4,25 +4,34 @@ It builds a synthetic, clustered data set in a database of its own (default `pym
 dropped afterwards unless asked to keep it), across tenants sized so that the query tenants hold
 about 0.1 %, 1 %, 10 % and 50 % of the rows (filler tenants hold the rest). The same rows go to
 
-- pymem.memories, through pymem's own write path (upsert_many as pymem_app: RLS, triggers,
-  ledger; batches of 500), and
-- a plain table (`bench_raw.items`: tenant_id, id, embedding, record; no RLS) loaded with COPY,
+- pymem.memories, through pymem's own write path (upsert_many as pymem_app, batches of 500, as
+  `pymem import` writes them: binary COPY into a staging table, then one INSERT under RLS, with
+  the triggers and the ledger), and
+- a plain table (`bench_raw.items`: tenant_id, id, embedding, record; no RLS) loaded with COPY in
+  binary format, and the same rows with COPY in text format into a scratch table: the faster of
+  the two is the raw baseline,
 
-and both get the same HNSW index (m 16, ef_construction 64), built after the load with
-maintenance_work_mem raised. It then reports, per tenant size:
+each batch written all three ways back to back, in a rotating order. Both tables get the same
+HNSW index (m 16, ef_construction 64), built after the load with maintenance_work_mem raised.
+It then reports, per tenant size:
 
 - search latency p50 / p95 through pymem (Memories.search) and in raw SQL on the plain table:
   naive (`where tenant_id = ... order by embedding <=> q limit k`, default settings), with
   iterative scans at pymem's ef_search (materialized CTE, re-sorted), and exact;
-- for each, the share of queries that returned the full top_k and recall@k against exact search;
+- for each, the share of queries that returned the full top_k and recall@k against exact search,
+  and pymem's p50 against the fastest raw variant reaching recall 0.95 with the full top_k;
 
 then upsert throughput (rows/s, batches of 500, with the indexes in place) through pymem vs raw
-multi-row INSERT and COPY into the plain table, and verification throughput (ledger entries/s
-through pymem.verify_chain). Raw queries use custom plans (prepare=False), the strongest raw
-baseline; every variant returns the same payload (id, record without its vector, distance).
-Each variant runs its queries once untimed and then timed, one variant after the other, so each
-is timed on a cache as warm as it can be: at 100k x 384 each HNSW index is about 200 MB, more
-than the embedded server's default shared_buffers (128 MB), and the report shows that setting.
+multi-row INSERT and COPY into the plain table, and full verification (the chain and every live
+row re-hashed) as `pymem verify` runs it, with pymem.verify_chain inside the database beside it.
+Raw queries use custom plans (prepare=False), the strongest raw baseline; every variant returns
+the same payload (id, record without its vector, distance). Each variant runs its queries once
+untimed and then timed, one variant after the other, so each is timed on a cache as warm as it
+can be (at 100k x 384 each HNSW index is about 200 MB, more than the embedded server's default
+shared_buffers of 128 MB; the report shows that setting), in ROUNDS rounds of rotating order.
+
+`--scaling` runs the whole benchmark at 10k, 30k and 100k rows and tabulates how search p50,
+upsert rows/s and verification throughput change with size.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from ..errors import InvalidArguments, ServerError
 
 QUERY_SHARES = (("0.1%", 0.001), ("1%", 0.01), ("10%", 0.1), ("50%", 0.5))
 BATCH = 500
+ROUNDS = 3  # search rounds per tenant size, each variant timed once per round
 VARIANTS = ("pymem", "raw naive", "raw iterative", "raw exact")
 
 # Every variant ranks first and trims the records (drops the vector) for the top k only.
@@ -217,38 +227,58 @@ def run(store, config: BenchConfig, progress: Callable[[str], None] = lambda _m:
         report["ef_search"] = ef
         report["search"] = _search(bench_store, admin_dsn, data, queried, config, ef, progress)
         report["upsert"] = _writes(bench_store, admin_dsn, data, config, progress)
-        report["verify"] = _verify(admin, progress)
+        report["verify"] = _verify(bench_store, admin, progress)
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
 
 
+def _copy_rows(conn, table: str, tenant: str, records: list[dict[str, Any]], *, binary: bool) -> None:
+    """COPY a batch into a raw table, in text or binary format."""
+    fmt = " (format binary)" if binary else ""
+    with conn.cursor() as cur, cur.copy(f"copy {table} (tenant_id, id, embedding, record) from stdin{fmt}") as cp:
+        if binary:
+            cp.set_types(["text", "text", "vector", "jsonb"])
+        for r in records:
+            cp.write_row((tenant, r["id"], Vector(r["embedding"]), Jsonb(r)))
+    conn.commit()
+
+
 def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: BenchConfig,
           progress) -> dict[str, Any]:
-    """All rows into both tables (pymem via upsert_many, raw via COPY), then the indexes."""
+    """All rows into pymem (upsert_many batches, as import writes them) and into the raw table
+    (COPY, binary), then the indexes. Raw COPY in text format loads the same rows into a scratch
+    table alongside, and the faster raw format is the baseline. The three writes of each batch
+    run back to back, in an order that rotates, so drifting load on the machine hits all alike."""
     batches = []
     for tenant, n in [(t, n) for t, _, n in queried] + fillers:
         batches += [(tenant, start, min(start + BATCH, n)) for start in range(0, n, BATCH)]
     random.Random(config.seed).shuffle(batches)  # tenants interleaved in time, as in real life
     mems = {}
-    pymem_s = raw_s = 0.0
+    seconds = {"pymem": 0.0, "raw_copy_text": 0.0, "raw_copy_binary": 0.0}
+    per_batch: list[dict[str, float]] = []
     done = 0
+    admin.execute("create table bench_raw.items_text (like bench_raw.items including all)")
     with psycopg.connect(admin_dsn, autocommit=False) as raw:
         register_vector(raw)
         for i, (tenant, start, end) in enumerate(batches):
             records = [data.record(tenant, j) for j in range(start, end)]
             mem = mems.setdefault(tenant, store.bind(Context(tenant=tenant, actor="bench")))
-            t0 = time.perf_counter()
-            mem.upsert_many(records, idempotency_key=f"load-{start}")
-            t1 = time.perf_counter()
-            with raw.cursor() as cur, cur.copy("copy bench_raw.items (tenant_id, id, embedding, record) from stdin") as cp:
-                for r in records:
-                    cp.write_row((tenant, r["id"], Vector(r["embedding"]), Jsonb(r)))
-            raw.commit()
-            pymem_s += t1 - t0
-            raw_s += time.perf_counter() - t1
+            writes = {
+                "pymem": lambda: mem.upsert_many(records, idempotency_key=f"load-{start}"),
+                "raw_copy_text": lambda: _copy_rows(raw, "bench_raw.items_text", tenant, records, binary=False),
+                "raw_copy_binary": lambda: _copy_rows(raw, "bench_raw.items", tenant, records, binary=True),
+            }
+            names = list(writes)
+            per_batch.append({})
+            for name in names[i % 3:] + names[:i % 3]:
+                t0 = time.perf_counter()
+                writes[name]()
+                per_batch[-1][name] = time.perf_counter() - t0
+                seconds[name] += per_batch[-1][name]
             done += len(records)
             if i % 20 == 0 or i == len(batches) - 1:
                 progress(f"loaded {done:,} / {config.rows:,} rows")
+    admin.execute("drop table bench_raw.items_text")
     progress("building the HNSW indexes (maintenance_work_mem 1GB)")
     admin.execute("set maintenance_work_mem = '1GB'")
     t0 = time.perf_counter()
@@ -257,9 +287,15 @@ def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: B
     admin.execute("create index items_embedding_hnsw on bench_raw.items using hnsw (embedding vector_cosine_ops)")
     t2 = time.perf_counter()
     admin.execute("reset maintenance_work_mem")
-    admin.execute("analyze pymem.memories")
-    admin.execute("analyze bench_raw.items")
-    return {"rows": done, "pymem_rows_per_s": round(done / pymem_s), "raw_copy_rows_per_s": round(done / raw_s),
+    admin.execute("vacuum analyze pymem.memories")
+    admin.execute("vacuum analyze bench_raw.items")
+    rate = {name: round(done / s) for name, s in seconds.items()}
+    best = max(("raw_copy_text", "raw_copy_binary"), key=lambda name: rate[name])
+    return {"rows": done, "pymem_rows_per_s": rate["pymem"], "raw_copy_text_rows_per_s": rate["raw_copy_text"],
+            "raw_copy_binary_rows_per_s": rate["raw_copy_binary"], "raw_copy_rows_per_s": rate[best],
+            "pymem_vs_raw_copy": round(rate["pymem"] / rate[best], 2),
+            # the same comparison batch by batch (each batch's three writes ran back to back)
+            "pymem_vs_raw_copy_median_batch": round(statistics.median(b[best] / b["pymem"] for b in per_batch), 2),
             "index_build_s": {"pymem": round(t1 - t0, 1), "raw": round(t2 - t1, 1)}}
 
 
@@ -291,20 +327,21 @@ def _search(store, admin_dsn: str, data: _Data, queried, config: BenchConfig, ef
             calls = {"pymem": pymem_ids} | {name: raw_ids(name) for name in _RAW}
             queries = [data.vector() for _ in range(config.queries)]
             stats = {name: VariantResult() for name in VARIANTS}
-            got: dict[str, list[list[str]]] = {}
+            got: dict[str, list[list[str]]] = {name: [] for name in VARIANTS}
             # One variant at a time, each after an untimed pass over the same queries: every
             # variant is timed with its own index and rows as warm as the cache allows (the
             # two HNSW indexes together rarely fit in shared_buffers, and interleaving would
-            # time mostly evictions).
-            for name in VARIANTS:
-                for q in queries:
-                    calls[name](q)
-                got[name] = []
-                for q in queries:
-                    t0 = time.perf_counter()
-                    got[name].append(calls[name](q))
-                    stats[name].latencies_ms.append((time.perf_counter() - t0) * 1000)
-            for i in range(config.queries):
+            # time mostly evictions). ROUNDS rounds, each in another order, so that load on the
+            # machine drifting during the run falls on every variant alike.
+            for r in range(ROUNDS):
+                for name in VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]:
+                    for q in queries:
+                        calls[name](q)
+                    for q in queries:
+                        t0 = time.perf_counter()
+                        got[name].append(calls[name](q))
+                        stats[name].latencies_ms.append((time.perf_counter() - t0) * 1000)
+            for i in range(config.queries * ROUNDS):
                 truth = set(got["raw exact"][i])
                 for name in VARIANTS:
                     stats[name].full += len(got[name][i]) == min(k, n)
@@ -325,50 +362,66 @@ def _search(store, admin_dsn: str, data: _Data, queried, config: BenchConfig, ef
 
 
 def _writes(store, admin_dsn: str, data: _Data, config: BenchConfig, progress) -> dict[str, Any]:
-    """Upsert throughput with the indexes in place: the same rows through pymem, raw INSERT, COPY."""
+    """Upsert throughput with the indexes in place: the same rows through pymem, raw INSERT and
+    raw COPY (binary), batch by batch in a rotating order (as in _load)."""
     m = config.writes
     rows = [data.record("w", i) for i in range(m)]
     batches = [rows[i:i + BATCH] for i in range(0, m, BATCH)]
     progress(f"writing {m:,} rows three ways (batches of {BATCH})")
     mem = store.bind(Context(tenant="bench-write", actor="bench"))
-    t0 = time.perf_counter()
-    for i, batch in enumerate(batches):
-        mem.upsert_many(batch, idempotency_key=f"write-{i}")
-    pymem_s = time.perf_counter() - t0
-
+    seconds = {"pymem": 0.0, "raw_insert": 0.0, "raw_copy": 0.0}
+    per_batch: list[dict[str, float]] = []
     with psycopg.connect(admin_dsn) as raw:
         register_vector(raw)
-        t0 = time.perf_counter()
-        for batch in batches:
+
+        def insert(batch):
             values = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
             params = [x for r in batch for x in ("bench-write-insert", r["id"], Vector(r["embedding"]), Jsonb(r))]
             raw.execute(f"insert into bench_raw.items (tenant_id, id, embedding, record) values {values}", params)
             raw.commit()
-        insert_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for batch in batches:
-            with raw.cursor() as cur, cur.copy("copy bench_raw.items (tenant_id, id, embedding, record) from stdin") as cp:
-                for r in batch:
-                    cp.write_row(("bench-write-copy", r["id"], Vector(r["embedding"]), Jsonb(r)))
-            raw.commit()
-        copy_s = time.perf_counter() - t0
-    out = {"rows": m, "pymem_rows_per_s": round(m / pymem_s), "raw_insert_rows_per_s": round(m / insert_s),
-           "raw_copy_rows_per_s": round(m / copy_s)}
+
+        for i, batch in enumerate(batches):
+            writes = {
+                "pymem": lambda: mem.upsert_many(batch, idempotency_key=f"write-{i}"),
+                "raw_insert": lambda: insert(batch),
+                "raw_copy": lambda: _copy_rows(raw, "bench_raw.items", "bench-write-copy", batch, binary=True),
+            }
+            names = list(writes)
+            per_batch.append({})
+            for name in names[i % 3:] + names[:i % 3]:
+                t0 = time.perf_counter()
+                writes[name]()
+                per_batch[-1][name] = time.perf_counter() - t0
+                seconds[name] += per_batch[-1][name]
+    out = {"rows": m, "pymem_rows_per_s": round(m / seconds["pymem"]),
+           "raw_insert_rows_per_s": round(m / seconds["raw_insert"]),
+           "raw_copy_rows_per_s": round(m / seconds["raw_copy"])}
     out["pymem_vs_raw_insert"] = round(out["pymem_rows_per_s"] / out["raw_insert_rows_per_s"], 2)
+    out["pymem_vs_raw_insert_median_batch"] = round(
+        statistics.median(b["raw_insert"] / b["pymem"] for b in per_batch), 2)
     return out
 
 
-def _verify(admin, progress) -> dict[str, Any]:
-    progress("verifying the ledger (pymem.verify_chain over every tenant)")
+def _verify(store, admin, progress) -> dict[str, Any]:
+    """Full verification of every tenant (chain and every live row re-hashed): as `pymem verify`
+    runs it (pymem.verify_store), and inside the database (pymem.verify_chain) for comparison."""
+    from ..integrity.verify import JOBS, verify_store
+
+    progress(f"verifying every tenant as pymem verify does ({JOBS} connections, hashing in Python)")
+    report = verify_store(store)
+    if not report.clean:  # pragma: no cover - would be a bug in pymem
+        raise ServerError(f"verification found a problem in tenant {report.first_problem.tenant}")
+    rows = sum(t.rows_checked for t in report.tenants)
+    progress("verifying every tenant inside the database (pymem.verify_chain)")
     t0 = time.perf_counter()
-    rows = admin.execute("select tenant_id, entries, rows_checked, problem from pymem.verify_chain()").fetchall()
-    seconds = time.perf_counter() - t0
-    entries = sum(r[1] for r in rows)
-    problems = [r[0] for r in rows if r[3] is not None]
-    if problems:  # pragma: no cover - would be a bug in pymem
-        raise ServerError(f"verify_chain found problems in tenants {problems}")
-    return {"entries": entries, "rows_checked": sum(r[2] for r in rows), "seconds": round(seconds, 2),
-            "entries_per_s": round(entries / seconds)}
+    in_db = admin.execute("select tenant_id, entries, problem from pymem.verify_chain()").fetchall()
+    in_db_s = time.perf_counter() - t0
+    if any(r[2] is not None for r in in_db):  # pragma: no cover - would be a bug in pymem
+        raise ServerError("pymem.verify_chain found a problem")
+    return {"entries": report.entries, "rows_checked": rows, "seconds": round(report.seconds, 2), "jobs": JOBS,
+            "entries_per_s": round(report.entries / report.seconds), "rows_per_s": round(rows / report.seconds),
+            "in_database_seconds": round(in_db_s, 2),
+            "in_database_entries_per_s": round(sum(r[1] for r in in_db) / in_db_s)}
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -393,14 +446,68 @@ def format_report(report: dict[str, Any]) -> str:
     load, up, ver = report["load"], report["upsert"], report["verify"]
     lines += ["", "writes (rows/s)",
               f"  initial load, no vector index: pymem upsert_many {load['pymem_rows_per_s']:,}, "
-              f"raw COPY {load['raw_copy_rows_per_s']:,}; HNSW build {load['index_build_s']['pymem']} s (pymem), "
-              f"{load['index_build_s']['raw']} s (raw)",
+              f"raw COPY binary {load['raw_copy_binary_rows_per_s']:,}, text {load['raw_copy_text_rows_per_s']:,} "
+              f"(pymem = {load['pymem_vs_raw_copy']:.2f}x the faster COPY; median of the batches "
+              f"{load['pymem_vs_raw_copy_median_batch']:.2f}x)",
+              f"  HNSW build {load['index_build_s']['pymem']} s (pymem), {load['index_build_s']['raw']} s (raw)",
               f"  {up['rows']:,} rows into the indexed tables, batches of {BATCH}: pymem {up['pymem_rows_per_s']:,}, "
               f"raw INSERT {up['raw_insert_rows_per_s']:,}, raw COPY {up['raw_copy_rows_per_s']:,} "
-              f"(pymem = {up['pymem_vs_raw_insert']:.2f}x raw INSERT)",
-              "", f"verify: {ver['entries']:,} ledger entries and {ver['rows_checked']:,} rows in {ver['seconds']} s "
-              f"({ver['entries_per_s']:,} entries/s)", f"total {report['seconds']} s"]
+              f"(pymem = {up['pymem_vs_raw_insert']:.2f}x raw INSERT; median of the batches "
+              f"{up['pymem_vs_raw_insert_median_batch']:.2f}x)",
+              "", f"verify (pymem verify: {ver['jobs']} connections, hashes in Python): {ver['entries']:,} ledger "
+              f"entries and {ver['rows_checked']:,} rows in {ver['seconds']} s ({ver['entries_per_s']:,} entries/s, "
+              f"{ver['rows_per_s']:,} rows/s)",
+              f"  inside the database (pymem.verify_chain, one connection): {ver['in_database_seconds']} s "
+              f"({ver['in_database_entries_per_s']:,} entries/s)", f"total {report['seconds']} s"]
     return "\n".join(lines)
 
 
-__all__ = ["BenchConfig", "run", "format_report", "with_database", "scratch_database", "Scratch", "server_facts"]
+SCALING_ROWS = (10_000, 30_000, 100_000)
+
+
+def run_scaling(store, config: BenchConfig, progress: Callable[[str], None] = lambda _m: None,
+                sizes: tuple[int, ...] = SCALING_ROWS) -> dict[str, Any]:
+    """The whole benchmark at each size (one database at a time), and a table of how it scales."""
+    reports = []
+    for rows in sizes:
+        progress(f"scaling: {rows:,} rows")
+        reports.append(run(store, dataclasses.replace(config, rows=rows, write_rows=None),
+                           progress=lambda m, rows=rows: progress(f"[{rows:,}] {m}")))
+    table = []
+    for r in reports:
+        ver = r["verify"]
+        table.append({
+            "rows": r["load"]["rows"],
+            "search_p50_ms": {s["share"]: s["variants"]["pymem"]["p50_ms"] for s in r["search"]},
+            "search_p50_vs_fastest_good_raw": {s["share"]: s["pymem_p50_vs_fastest_good_raw"] for s in r["search"]},
+            "upsert_rows_per_s": r["upsert"]["pymem_rows_per_s"],
+            "upsert_pymem_vs_raw_insert": r["upsert"]["pymem_vs_raw_insert"],
+            "load_pymem_vs_raw_copy": r["load"]["pymem_vs_raw_copy"],
+            "verify_entries_per_s": ver["entries_per_s"],
+            "verify_seconds": ver["seconds"],
+            "verify_us_per_entry": round(1e6 * ver["seconds"] / ver["entries"], 1),
+        })
+    return {"scaling": table, "reports": reports}
+
+
+def format_scaling(result: dict[str, Any]) -> str:
+    """The scaling table: per size, pymem's search p50 (and its ratio to the fastest good raw
+    variant), upsert rows/s and verification throughput (linear growth = flat us per entry)."""
+    shares = [label for label, _ in QUERY_SHARES]
+    head = (f"{'rows':>8}  " + " ".join(f"{'p50 ' + s:>14}" for s in shares)
+            + f"  {'upsert/s':>9} {'verify/s':>9} {'us/entry':>9}")
+    lines = ["pymem bench --scaling (search p50 ms, and x the fastest raw variant with recall >= 0.95)", head,
+             "-" * len(head)]
+    for t in result["scaling"]:
+        cells = []
+        for s in shares:
+            ratio = t["search_p50_vs_fastest_good_raw"][s]
+            cells.append(f"{t['search_p50_ms'][s]:>7.2f} ({ratio:.2f}x)" if ratio is not None
+                         else f"{t['search_p50_ms'][s]:>7.2f} (  -  )")
+        lines.append(f"{t['rows']:>8,}  " + " ".join(f"{c:>14}" for c in cells)
+                     + f"  {t['upsert_rows_per_s']:>9,} {t['verify_entries_per_s']:>9,} {t['verify_us_per_entry']:>9}")
+    return "\n".join(lines)
+
+
+__all__ = ["BenchConfig", "run", "run_scaling", "format_report", "format_scaling", "with_database", "scratch_database",
+           "Scratch", "server_facts", "SCALING_ROWS"]

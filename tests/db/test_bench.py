@@ -27,3 +27,25 @@ def test_bench_runs_and_cleans_up(store, server_dsn):
     assert "raw iterative" in text and "entries/s" in text
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         assert conn.execute("select count(*) from pg_database where datname = %s", (name,)).fetchone()[0] == 0
+
+
+@pytest.mark.slow
+def test_bench_reports_the_stable_keys_and_scales(store, server_dsn):
+    """The figures the issue tracks sit under stable keys, and --scaling tabulates each size."""
+    from pymem.tools.bench import format_scaling, run_scaling
+
+    name = f"pymem_bench_scale_{os.getpid()}"
+    result = run_scaling(store, BenchConfig(dims=8, queries=2, write_rows=500, database=name), sizes=(1_000, 2_000))
+    assert [t["rows"] for t in result["scaling"]] == [1_000, 2_000]
+    for report in result["reports"]:
+        assert report["verify"]["entries_per_s"] > 0 and report["verify"]["rows_checked"] == report["verify"]["entries"]
+        assert report["load"]["pymem_vs_raw_copy"] > 0 and report["upsert"]["pymem_vs_raw_insert"] > 0
+        assert all("pymem_p50_vs_fastest_good_raw" in s for s in report["search"])
+        assert report["load"]["raw_copy_rows_per_s"] == max(report["load"]["raw_copy_binary_rows_per_s"],
+                                                            report["load"]["raw_copy_text_rows_per_s"])
+    for t in result["scaling"]:
+        assert set(t["search_p50_ms"]) == {"0.1%", "1%", "10%", "50%"} and t["verify_us_per_entry"] > 0
+    text = format_scaling(result)
+    assert "2,000" in text and "us/entry" in text
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        assert conn.execute("select count(*) from pg_database where datname = %s", (name,)).fetchone()[0] == 0

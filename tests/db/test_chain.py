@@ -41,8 +41,12 @@ def write_rows(database, tenant, ids):
 
 
 def verify(database, tenant=None) -> dict[str, dict]:
-    """pymem.verify_chain as the superuser: {tenant: row}. The independent (Python) verifier must
-    agree with it on every tenant, clean or tampered: same counts, head, bad seq, memory, problem."""
+    """pymem.verify_chain as the superuser: {tenant: row}. The independent (Python) verifier and
+    the streamed verification `pymem verify` runs must agree with it on every tenant, clean or
+    tampered: same counts, head, bad seq, memory, problem. The streamed one runs twice: in ranges
+    of two entries and two rows on three connections (so every fault also lands at the edge of a
+    range), and with the default ranges."""
+    from pymem.integrity import streamed
     from pymem.integrity.independent import verify_independently
 
     with database.admin() as conn:
@@ -50,14 +54,24 @@ def verify(database, tenant=None) -> dict[str, dict]:
         names = [d.name for d in cur.description]
         rows = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
     with psycopg.connect(database.admin_dsn) as conn:
-        independent = {t.tenant: t for t in verify_independently(conn, tenant).tenants}
-    assert set(independent) == set(rows)
-    for name, row in rows.items():
-        mine = independent[name]
-        assert (mine.entries, mine.rows_checked, mine.head_seq, mine.head_hash, mine.bad_seq, mine.bad_memory_id,
-                mine.problem) == (row["entries"], row["rows_checked"], row["head_seq"],
-                                  bytes(row["head_hash"]).hex() if row["head_hash"] is not None else None,
-                                  row["bad_seq"], row["bad_memory_id"], row["problem"]), name
+        reports = {"independent": verify_independently(conn, tenant)}
+    connect = lambda: psycopg.connect(database.admin_dsn)  # noqa: E731
+    reports["streamed"] = streamed.verify_streamed(connect, tenant, streamed.DatabaseBytes(), jobs=2)
+    default_range = streamed.RANGE
+    streamed.RANGE = 2
+    try:
+        reports["streamed in small ranges"] = streamed.verify_streamed(connect, tenant, streamed.DatabaseBytes(), jobs=3)
+    finally:
+        streamed.RANGE = default_range
+    for label, report in reports.items():
+        found = {t.tenant: t for t in report.tenants}
+        assert list(found) == sorted(rows), label
+        for name, row in rows.items():
+            mine = found[name]
+            assert (mine.entries, mine.rows_checked, mine.head_seq, mine.head_hash, mine.bad_seq, mine.bad_memory_id,
+                    mine.problem) == (row["entries"], row["rows_checked"], row["head_seq"],
+                                      bytes(row["head_hash"]).hex() if row["head_hash"] is not None else None,
+                                      row["bad_seq"], row["bad_memory_id"], row["problem"]), (label, name)
     return rows
 
 

@@ -165,3 +165,28 @@ def test_search_rows_columns_and_validation(big):
             with pytest.raises(InvalidArguments):
                 search_rows(conn, Context(tenant="tiny"), args["vector"], args["top_k"], args["scope_filter"],
                             plan=args["plan"])
+
+
+@pytest.mark.parametrize("tenant,team", [("tiny", None), ("big", "mine"), ("big", None)])
+@pytest.mark.parametrize("with_vectors", [True, False])
+def test_search_as_returns_what_search_returns(big, tenant, team, with_vectors):
+    """pymem.search_as repeats pymem.search's body instead of calling it: the same rows, records,
+    scores and revisions, on the exact and the HNSW plan alike."""
+    db, store = big
+    scope_filter = {"team": team} if team else {}
+    with store.pool.connection() as conn:
+        rows = search_rows(conn, Context(tenant=tenant), QUERY, TOP_K, scope_filter, with_vectors=with_vectors)
+        conn.rollback()
+        conn.autocommit = True
+        as_rows = conn.execute(
+            "select id, record, content, kind, tags, scope, origin, provenance, confidence, source_adapter,"
+            " injection_source, policy_fingerprint, created_at, revision, score"
+            " from pymem.search_as(%s, null, null, '{}', null, %s::text::vector, %s, %s::jsonb, false, %s)",
+            (tenant, json.dumps(QUERY), TOP_K, json.dumps(scope_filter), with_vectors)).fetchall()
+        conn.autocommit = False
+    assert len(rows) == TOP_K
+    assert [tuple(dataclasses.astuple(r)) for r in rows] == [tuple(r) for r in as_rows]
+    hits = store.bind(Context(tenant=tenant)).search(QUERY, top_k=TOP_K, scope_filter=scope_filter,
+                                                     include={"embedding": with_vectors})
+    assert [(h["chunk_id"], h["chunk"], h["score"], h["revision"]) for h in hits] == \
+        [(r.id, r.record, r.score, r.revision) for r in rows]

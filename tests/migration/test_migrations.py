@@ -8,6 +8,7 @@ triggers, policies, RLS flags, comments, owners and ACLs (the Alembic version ta
 from __future__ import annotations
 
 import ast
+import json
 import itertools
 import os
 import re
@@ -427,3 +428,55 @@ def test_upgrading_a_store_with_data_and_bindings_from_0001(server_dsn, template
         with psycopg.connect(agent) as conn:
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not bound to tenant acme"):
                 conn.execute("select pymem.set_context('acme', null, 'codex')")
+
+
+def test_upgrading_to_hash_version_2_rehashes_clean_rows_and_launders_nothing(server_dsn, template_db):
+    """0003 (hash version 1) -> head: every live row that verifies is re-hashed with version 2 and
+    gets a memory.rehash event; old entries keep verifying as version 1; erased rows keep the
+    hash of what was erased; a row edited outside the chain before the upgrade is NOT re-hashed,
+    and both verifiers still name it."""
+    from pymem.integrity.independent import verify_independently
+
+    vec = "[" + ",".join(["0.25"] * DIM) + "]"
+    with empty_databases(server_dsn) as (dsn,):
+        migrate.upgrade(dsn, embedding_dim=DIM, revision="0003")
+        with psycopg.connect(dsn) as conn:
+            for tenant in ("acme", "globex"):
+                conn.execute("select pymem.set_context(%s, 'u1', 'codex', '{}'::jsonb, null)", (tenant,))
+                conn.execute(
+                    "insert into pymem.memories (tenant_id, id, scope, content, record, embedding, tags, importance,"
+                    " origin, source_adapter, provenance)"
+                    " values (%s, 'm1', '{\"agent\": \"a1\"}', 'café\ttab', %s, %s, '{b,\"é\"}', 0.1, 'user_asserted',"
+                    " 'codex', '{\"session\": \"s1\", \"turn\": 3}')",
+                    (tenant, json.dumps({"id": "m1", "n": [1.0, 2.50, -0.0, 1e-7], "k": "ü\u0001"}), vec))
+                conn.execute("insert into pymem.memories (tenant_id, id, content, source_adapter)"
+                             " values (%s, 'm2', 'two', 'codex'), (%s, 'm3', 'three', 'codex'), (%s, 'm4', 'four', 'codex')",
+                             (tenant, tenant, tenant))
+                conn.execute("update pymem.memories set content = null, record = null, erased_at = now()"
+                             " where tenant_id = %s and id = 'm2'", (tenant,))
+                conn.execute("select pymem.delete_memories(array['m3'])")
+                conn.execute("select pymem.record_refusal('unproven', 'chat', 'refused', null,"
+                             " 'sha256:' || repeat('0', 64), null)")
+                conn.commit()
+            conn.execute("set session_replication_role = replica")
+            conn.execute("update pymem.memories set content = 'forged' where tenant_id = 'globex' and id = 'm4'")
+            conn.commit()
+        migrate.upgrade(dsn, embedding_dim=DIM)
+        with psycopg.connect(dsn) as conn:
+            found = {r[0]: r for r in conn.execute("select tenant_id, bad_memory_id, problem from pymem.verify_chain()")}
+            assert found["acme"] == ("acme", None, None)
+            assert found["globex"] == ("globex", "m4", "content does not match content_hash (row edited outside the chain)")
+            rehashed = conn.execute("select tenant_id, memory_id, hash_version, details from pymem.ledger"
+                                    " where event = 'memory.rehash' order by 1, 2").fetchall()
+            assert rehashed == [("acme", "m1", 2, {"scope": {"agent": "a1"}, "source_adapter": "codex"}),
+                                ("acme", "m4", 2, {"scope": {}, "source_adapter": "codex"}),
+                                ("globex", "m1", 2, {"scope": {"agent": "a1"}, "source_adapter": "codex"})]
+            assert conn.execute("select count(*) from pymem.ledger where hash_version = 1 and event <> 'memory.rehash'"
+                                ).fetchone()[0] == 14
+            assert conn.execute("select bool_and(content_hash = pymem._content_hash_v2(m)) from pymem.memories m"
+                                " where erased_at is null and not (tenant_id = 'globex' and id = 'm4')").fetchone()[0]
+            assert conn.execute("select hash_version from pymem.store_info").fetchone()[0] == 2
+            assert conn.execute("select count(*) from pymem.memories where record_lite is not null").fetchone()[0] == 0
+        with psycopg.connect(dsn) as conn:
+            independent = {t.tenant: (t.bad_memory_id, t.problem) for t in verify_independently(conn).tenants}
+        assert independent == {t: r[1:] for t, r in found.items()}

@@ -1,0 +1,60 @@
+"""What a verification reports: per tenant, the counts, the head and the first fault."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class TenantVerification:
+    tenant: str
+    entries: int
+    rows_checked: int
+    head_seq: int | None
+    head_hash: str | None
+    bad_seq: int | None = None
+    bad_memory_id: str | None = None
+    problem: str | None = None
+
+    @property
+    def clean(self) -> bool:
+        return self.problem is None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "TenantVerification":
+        """From a row of pymem.verify_chain, by column name (tenant_id is `tenant` here)."""
+        values = dict(row)
+        values["tenant"] = values.pop("tenant_id")
+        if values["head_hash"] is not None:
+            values["head_hash"] = bytes(values["head_hash"]).hex()
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    tenants: list[TenantVerification] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def clean(self) -> bool:
+        return all(t.clean for t in self.tenants)
+
+    @property
+    def entries(self) -> int:
+        return sum(t.entries for t in self.tenants)
+
+    @property
+    def first_problem(self) -> TenantVerification | None:
+        return next((t for t in self.tenants if not t.clean), None)
+
+    def to_json(self) -> dict:
+        return {
+            "clean": self.clean,
+            "entries": self.entries,
+            "seconds": round(self.seconds, 6),
+            "tenants": [asdict(t) for t in self.tenants],
+        }
+
+
+__all__ = ["TenantVerification", "VerifyReport"]
