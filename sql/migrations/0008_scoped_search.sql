@@ -17,9 +17,11 @@ set role pymem_owner;
 -- tenant rides along as the key '' (no scope has that key), so one containment test finds the
 -- rows of one tenant in one scope, and a scope value many tenants share costs nothing extra.
 -- Only the definer function can use it: jsonb @> is not leakproof, so under row-level security
--- the planner may not turn it into an index condition.
+-- the planner may not turn it into an index condition. fastupdate off: with GIN's pending list
+-- every search rescans up to 4 MB of recent entries (2 ms instead of 0.2 ms for a 20-row scope
+-- after a bulk load); writing each row's few entries in place costs far less than its HNSW entry.
 create index memories_tenant_scope on pymem.memories
-  using gin ((scope || jsonb_object(array['', tenant_id])) jsonb_path_ops);
+  using gin ((scope || jsonb_object(array['', tenant_id])) jsonb_path_ops) with (fastupdate = off);
 comment on index pymem.memories_tenant_scope is 'A tenant''s rows whose scope contains a filter (scoped exact search)';
 
 -- How many memories each distinct (scope, source adapter) of a tenant holds: what a scoped search
@@ -41,7 +43,7 @@ comment on column pymem.scope_rows.live_rows is 'How many of the tenant''s memor
 create unique index scope_rows_key on pymem.scope_rows (tenant_id, coalesce(source_adapter, ''), sha256(scope::text::bytea));
 comment on index pymem.scope_rows_key is 'One row per (tenant, adapter, scope); jsonb text output is canonical, so equal scopes have equal digests';
 create index scope_rows_scope on pymem.scope_rows
-  using gin ((scope || jsonb_object(array['', tenant_id])) jsonb_path_ops);
+  using gin ((scope || jsonb_object(array['', tenant_id])) jsonb_path_ops) with (fastupdate = off);
 comment on index pymem.scope_rows_scope is 'The scopes of a tenant that contain a filter, keyed as memories_tenant_scope';
 
 alter table pymem.scope_rows enable row level security;
