@@ -10,8 +10,17 @@
 --   (pymem._search_in_scope, a definer function: jsonb @> is not leakproof, so under row-level
 --   security the scope test could never use an index). Searches without a scope are unchanged.
 -- * pymem.scope_rows is filled from the existing memories here.
+-- * Embeddings stay in the row (storage main): rows written from now on no longer send every
+--   exact search through the TOAST table. Rows already written keep their out-of-line vectors
+--   until rewritten (VACUUM FULL pymem.memories moves them, under an exclusive lock).
 
 set role pymem_owner;
+
+-- The vector stays in the row (storage main) rather than going out of line (pgvector's default,
+-- external): a 384-dimension row is just over the 2 kB toast threshold, and an exact search then
+-- read the TOAST index and heap for every row it ranked (10,000 rows: 16 ms instead of 3 ms).
+-- Vectors too big for a page still go out of line.
+alter table pymem.memories alter column embedding set storage main;
 
 -- A scoped search reads its in-scope rows through this index (see pymem._search_in_scope). The
 -- tenant rides along as the key '' (no scope has that key), so one containment test finds the

@@ -69,7 +69,7 @@ CATALOG_QUERIES = {
     "columns": """
         select c.relname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
                pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated, a.attacl::text[],
-               col_description(c.oid, a.attnum), a.attcollation::regcollation::text
+               col_description(c.oid, a.attnum), a.attcollation::regcollation::text, a.attstorage
         from pg_class c
         join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
         left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
