@@ -11,6 +11,7 @@ tenant takes. Which plan ran is read from the transaction's own index statistics
 from __future__ import annotations
 
 import json
+import threading
 
 import psycopg
 import pytest
@@ -239,3 +240,39 @@ def test_the_definer_names_only_rows_the_context_may_read(scoped):
         assert conn.execute("select pymem._ctx_scope()").fetchone()[0] == {"": ""}
         assert conn.execute(call, (json.dumps(QUERY), Jsonb({}))).fetchone()[0] == []
         assert conn.execute(call, (json.dumps(QUERY), Jsonb({"team": "few"}))).fetchone()[0] == []
+
+
+def test_concurrent_writers_keep_the_counts_exact(database):
+    """Writers of one tenant change its counts one after the other (under the chain-head lock), so
+    concurrent inserts, scope moves and deletes into shared scopes lose no update and never
+    deadlock; another tenant writes beside them."""
+    errors: list[BaseException] = []
+
+    def writer(t: int, tenant: str) -> None:
+        try:
+            with database.app() as conn:
+                barrier.wait(timeout=30)
+                for i in range(30):
+                    conn.execute("select pymem.set_context(%s, %s, null, '{}'::jsonb, null)", (tenant, f"w{t}"))
+                    conn.execute("insert into pymem.memories (tenant_id, id, scope, content) values (%s, %s, %s, 'x')",
+                                 (tenant, f"w{t}-{i}", Jsonb({"team": f"s{i % 3}"})))
+                    if i % 5 == 4:
+                        conn.execute("update pymem.memories set scope = %s where id = %s",
+                                     (Jsonb({"team": f"s{(i + 1) % 3}", "moved": "yes"}), f"w{t}-{i - 2}"))
+                    if i % 7 == 6:
+                        conn.execute("select * from pymem.delete_memories(array[%s])", (f"w{t}-{i - 1}",))
+                    conn.commit()
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t, "acme")) for t in range(4)]
+    threads.append(threading.Thread(target=writer, args=(9, "globex")))
+    barrier = threading.Barrier(len(threads))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not errors, errors[:3]
+    kept, actual, heads = _counts(database)
+    assert kept == actual and len(kept) == 12  # 3 teams, moved or not, in each of 2 tenants
+    assert all(live == summed for _, live, summed in heads)
