@@ -69,7 +69,7 @@ CATALOG_QUERIES = {
     "columns": """
         select c.relname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
                pg_get_expr(d.adbin, d.adrelid), a.attidentity, a.attgenerated, a.attacl::text[],
-               col_description(c.oid, a.attnum), a.attcollation::regcollation::text
+               col_description(c.oid, a.attnum), a.attcollation::regcollation::text, a.attstorage
         from pg_class c
         join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
         left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
@@ -480,3 +480,31 @@ def test_upgrading_to_hash_version_2_rehashes_clean_rows_and_launders_nothing(se
         with psycopg.connect(dsn) as conn:
             independent = {t.tenant: (t.bad_memory_id, t.problem) for t in verify_independently(conn).tenants}
         assert independent == {t: r[1:] for t, r in found.items()}
+
+
+def test_upgrading_to_scoped_search_counts_the_rows_already_there(server_dsn, template_db):
+    """0007 -> head: pymem.scope_rows starts from the memories already written (per tenant, scope
+    and adapter), and the counts follow writes made after the upgrade."""
+    with empty_databases(server_dsn) as (dsn,):
+        migrate.upgrade(dsn, embedding_dim=DIM, revision="0007")
+        with psycopg.connect(dsn) as conn:
+            for tenant, adapter, n, scope in (("acme", None, 3, '{"team": "a"}'), ("acme", "codex", 2, '{"team": "a"}'),
+                                               ("acme", None, 1, '{}'), ("globex", None, 4, '{"team": "a"}')):
+                conn.execute("select pymem.set_context(%s, null, %s)", (tenant, adapter))
+                conn.execute("insert into pymem.memories (tenant_id, id, scope, content, source_adapter)"
+                             " select %s, %s || g, %s::jsonb, 'x', %s from generate_series(1, %s) g",
+                             (tenant, f"{adapter}-{scope}-", scope, adapter, n))
+                conn.commit()
+        migrate.upgrade(dsn, embedding_dim=DIM)
+        with psycopg.connect(dsn) as conn:
+            counts = "select tenant_id, scope::text, source_adapter, live_rows from pymem.scope_rows order by 1, 2, 3"
+            assert conn.execute(counts).fetchall() == [
+                ("acme", '{"team": "a"}', "codex", 2), ("acme", '{"team": "a"}', None, 3), ("acme", "{}", None, 1),
+                ("globex", '{"team": "a"}', None, 4)]
+            conn.execute("select pymem.set_context('acme')")
+            conn.execute("select * from pymem.delete_memories(array['None-{}-1'])")
+            conn.execute("insert into pymem.memories (tenant_id, id, scope, content) values ('acme', 'n', '{\"team\": \"a\"}', 'x')")
+            conn.commit()
+            assert conn.execute(counts).fetchall() == [
+                ("acme", '{"team": "a"}', "codex", 2), ("acme", '{"team": "a"}', None, 4), ("globex", '{"team": "a"}', None, 4)]
+            assert conn.execute("select count(*), min(problem) from pymem.verify_chain()").fetchone() == (2, None)
