@@ -243,6 +243,20 @@ def _copy_rows(conn, table: str, tenant: str, records: list[dict[str, Any]], *, 
     conn.commit()
 
 
+def _timed_round(writes: dict[str, Callable[[], Any]], i: int, seconds: dict[str, float]) -> dict[str, float]:
+    """Run one batch's writes back to back, starting at a name that rotates with the batch number
+    `i` (so drifting load on the machine hits every variant alike); add each one's time to
+    `seconds` and return this round's times."""
+    names = list(writes)
+    took: dict[str, float] = {}
+    for name in names[i % len(names):] + names[:i % len(names)]:
+        t0 = time.perf_counter()
+        writes[name]()
+        took[name] = time.perf_counter() - t0
+        seconds[name] += took[name]
+    return took
+
+
 def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: BenchConfig,
           progress) -> dict[str, Any]:
     """All rows into pymem (upsert_many batches, as import writes them) and into the raw table
@@ -268,13 +282,7 @@ def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: B
                 "raw_copy_text": lambda: _copy_rows(raw, "bench_raw.items_text", tenant, records, binary=False),
                 "raw_copy_binary": lambda: _copy_rows(raw, "bench_raw.items", tenant, records, binary=True),
             }
-            names = list(writes)
-            per_batch.append({})
-            for name in names[i % 3:] + names[:i % 3]:
-                t0 = time.perf_counter()
-                writes[name]()
-                per_batch[-1][name] = time.perf_counter() - t0
-                seconds[name] += per_batch[-1][name]
+            per_batch.append(_timed_round(writes, i, seconds))
             done += len(records)
             if i % 20 == 0 or i == len(batches) - 1:
                 progress(f"loaded {done:,} / {config.rows:,} rows")
@@ -386,13 +394,7 @@ def _writes(store, admin_dsn: str, data: _Data, config: BenchConfig, progress) -
                 "raw_insert": lambda: insert(batch),
                 "raw_copy": lambda: _copy_rows(raw, "bench_raw.items", "bench-write-copy", batch, binary=True),
             }
-            names = list(writes)
-            per_batch.append({})
-            for name in names[i % 3:] + names[:i % 3]:
-                t0 = time.perf_counter()
-                writes[name]()
-                per_batch[-1][name] = time.perf_counter() - t0
-                seconds[name] += per_batch[-1][name]
+            per_batch.append(_timed_round(writes, i, seconds))
     out = {"rows": m, "pymem_rows_per_s": round(m / seconds["pymem"]),
            "raw_insert_rows_per_s": round(m / seconds["raw_insert"]),
            "raw_copy_rows_per_s": round(m / seconds["raw_copy"])}
