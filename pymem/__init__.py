@@ -32,17 +32,23 @@ from .delivery.tokens import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCoun
 from .embedder import Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
 from .errors import (
     AccessDenied,
+    Busy,
     ContextError,
     ConventionConflict,
     IdempotencyConflict,
     IncognitoSession,
     InvalidArguments,
+    LockTimeout,
     MemoryAdmissionError,
     NotFound,
+    PoolExhausted,
     PymemError,
     RevisionMismatch,
     SchemaError,
     ServerError,
+    StatementTimeout,
+    TenantBusy,
+    TransactionConflict,
     UnknownSession,
 )
 from .facts import Fact, FactStream, follow, publish, subscribe
@@ -70,7 +76,8 @@ __all__ = [
     # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
-    "IncognitoSession", "ConventionConflict",
+    "IncognitoSession", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout", "TransactionConflict",
+    "PoolExhausted", "TenantBusy",
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",

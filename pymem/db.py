@@ -22,8 +22,8 @@ from psycopg_pool import ConnectionPool
 
 from . import queries
 from .context import Context
-from .errors import (AccessDenied, ContextError, IncognitoSession, InvalidArguments, NotFound, PymemError,
-                     ServerError, UnknownSession)
+from .errors import (AccessDenied, ContextError, IncognitoSession, InvalidArguments, LockTimeout, NotFound,
+                     PymemError, ServerError, StatementTimeout, TransactionConflict, UnknownSession)
 
 APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
@@ -177,6 +177,13 @@ def translate_errors() -> Iterator[None]:
         raise ContextError(_message(exc)) from exc
     except (pgerr.DataException, pgerr.UntranslatableCharacter, pgerr.CharacterNotInRepertoire) as exc:
         raise InvalidArguments(_message(exc)) from exc
+    except pgerr.LockNotAvailable as exc:
+        raise LockTimeout(f"a lock was not granted in time: {_message(exc)}", retry_after=1.0) from exc
+    except pgerr.QueryCanceled as exc:
+        raise StatementTimeout(f"the statement was cancelled: {_message(exc)}", retry_after=1.0) from exc
+    except (pgerr.DeadlockDetected, pgerr.SerializationFailure) as exc:
+        # Postgres rolled the transaction back; nothing of the call was written.
+        raise TransactionConflict(f"the transaction was rolled back: {_message(exc)}", retry_after=0.1) from exc
     except psycopg.OperationalError as exc:
         raise ServerError(_message(exc)) from exc
 

@@ -61,6 +61,42 @@ class ServerError(PymemError):
     exit_code = 2
 
 
+class Busy(PymemError):
+    """The call could not run now and nothing was written; the same call may succeed when retried.
+
+    `retry_after` is a hint in seconds (None: no hint). The CLI exits with 75 (EX_TEMPFAIL), the
+    service answers a stable code per cause with a Retry-After header where it has a hint."""
+
+    exit_code = 75
+
+    def __init__(self, message: str, *, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class LockTimeout(Busy):
+    """A lock the call needs was not granted within the lock timeout (another transaction holds
+    it); the call's transaction was rolled back."""
+
+
+class StatementTimeout(Busy):
+    """A statement of the call ran longer than the statement timeout and was cancelled; the
+    call's transaction was rolled back."""
+
+
+class TransactionConflict(Busy):
+    """The call's transaction collided with a concurrent one (a deadlock or a serialization
+    failure) and was rolled back; retrying it is safe."""
+
+
+class PoolExhausted(Busy):
+    """No database connection came free within the pool wait."""
+
+
+class TenantBusy(Busy):
+    """The tenant already runs as many concurrent calls as the service allows one tenant."""
+
+
 class MemoryAdmissionError(PymemError):
     """The write gate refused a record. Raised only after the refusal's audit event committed.
 

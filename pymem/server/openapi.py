@@ -110,7 +110,7 @@ def openapi_document() -> dict[str, Any]:
                 "requestBody": {"required": True, "content": {JSON: {"schema": {"$ref": "#/components/schemas/Call"}}}},
                 "responses": {"200": _ok({"anyOf": [{"$ref": f"#/components/schemas/Result_{v.name}"} for v in verbs]},
                                          "the verb's result (its Result_<verb> schema)"),
-                              **_errors(400, 401, 403, 404, 409, 413, 415, 422, 500, 503)},
+                              **_errors(400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503)},
             }},
             "/healthz": {"get": {"summary": "Liveness: the process answers", "operationId": "healthz", "security": [],
                                  "responses": {"200": {"description": "alive",

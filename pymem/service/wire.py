@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import (AccessDenied, ContextError, ConventionConflict, IdempotencyConflict, IncognitoSession,
-                      InvalidArguments, MemoryAdmissionError, NotFound, PymemError, RevisionMismatch, SchemaError,
-                      ServerError, Unauthenticated, UnknownSession)
+from ..errors import (AccessDenied, Busy, ContextError, ConventionConflict, IdempotencyConflict, IncognitoSession,
+                      InvalidArguments, LockTimeout, MemoryAdmissionError, NotFound, PoolExhausted, PymemError,
+                      RevisionMismatch, SchemaError, ServerError, StatementTimeout, TenantBusy, TransactionConflict,
+                      Unauthenticated, UnknownSession)
 
 __all__ = ["PROTOCOL", "WireError", "ERRORS", "BY_CODE", "ProtocolError", "TOKEN_CODES", "code_for", "status_for"]
 
@@ -75,6 +76,9 @@ ERRORS: tuple[WireError, ...] = (
     WireError("convention_conflict", 409, ConventionConflict,
               "the review correction contradicts a rule in force and nothing was filed; details carry receipt_id "
               "and conflicting_id (ConventionConflict)", typed=True),
+    WireError("transaction_conflict", 409, TransactionConflict,
+              "the call collided with a concurrent transaction (deadlock or serialization failure), was rolled back "
+              "and may be retried (TransactionConflict)", typed=True),
     WireError("request_too_large", 413, InvalidArguments, "the body is over the service's size limit"),
     WireError("unsupported_media_type", 415, InvalidArguments, "the body is not application/json"),
     WireError("admission_refused", 422, MemoryAdmissionError,
@@ -84,11 +88,24 @@ ERRORS: tuple[WireError, ...] = (
               "the session was never started in this tenant, or is not visible here (UnknownSession)", typed=True),
     WireError("incognito_session", 422, IncognitoSession,
               "the session is incognito: nothing from it is stored (IncognitoSession)", typed=True),
+    WireError("tenant_busy", 429, TenantBusy,
+              "the tenant already runs as many concurrent calls as the service allows one tenant; retry after "
+              "Retry-After seconds (TenantBusy)", typed=True),
     WireError("internal_error", 500, PymemError,
               "an unexpected failure; the response carries no internals, only a request id"),
     WireError("schema_not_current", 503, SchemaError, "the database schema is missing or behind (SchemaError)",
               typed=True),
     WireError("database_unavailable", 503, ServerError, "the database cannot be reached (ServerError)", typed=True),
+    WireError("busy", 503, Busy, "the call could not run now and nothing was written; retry (Busy)", typed=True),
+    WireError("pool_saturated", 503, PoolExhausted,
+              "no database connection came free within the pool wait; retry after Retry-After seconds "
+              "(PoolExhausted)", typed=True),
+    WireError("lock_timeout", 503, LockTimeout,
+              "a lock the call needs was not granted within the lock timeout; nothing was written (LockTimeout)",
+              typed=True),
+    WireError("statement_timeout", 503, StatementTimeout,
+              "a statement ran past the statement timeout and was cancelled; nothing was written "
+              "(StatementTimeout)", typed=True),
 )
 BY_CODE: dict[str, WireError] = {e.code: e for e in ERRORS}
 
