@@ -26,13 +26,17 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @click.option("--admission", is_flag=True,
               help="Instead: the write gate's content check per note, signatures only vs with the classifier "
                    "(offline, no database).")
+@click.option("--deliver", "deliver", is_flag=True,
+              help="Instead: what one deliver costs (pool checkouts, round trips and statements on the wire, "
+                   "p50/p95), as the library call and as the service runs it; --queries sets the calls "
+                   "[default: 200].")
 @click.option("--scaling", is_flag=True,
               help="Run the whole benchmark at 10,000, 30,000 and 100,000 rows (--rows is ignored) and tabulate "
                    "search p50, upsert rows/s and verification throughput per size.")
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, admission: bool, scaling: bool, as_json: bool) -> None:
+          keep: bool, langgraph: bool, admission: bool, deliver: bool, scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
@@ -53,10 +57,18 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     2,000 characters, as it was (signatures only) and as it is (signatures + the classifier),
     p50/p99 per note side by side, and the ratio against the goal of at most 2x.
 
+    With --deliver, instead: one tenant with 300 memories and 12 sessions in a scratch database
+    (pymem_bench_deliver), and --queries deliveries of one session's turns, as the library call and
+    through the service, side by side: pool checkouts, round trips and statements per call (read off
+    the wire by a counting proxy) and latency p50/p95.
+
     Example: pymem bench --rows 20000 --queries 50
     """
-    if scaling and (langgraph or admission):
-        raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph or --admission")
+    if sum((langgraph, admission, deliver)) > 1:
+        raise click.UsageError("choose one of --langgraph, --admission and --deliver")
+    if scaling and (langgraph or admission or deliver):
+        raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission or "
+                               "--deliver")
     if admission:
         from ..tools.admission_bench import format_admission_report, run_admission_bench
 
@@ -66,7 +78,12 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         else:
             click.echo(format_admission_report(result))
         return
-    if langgraph:
+    if deliver:
+        from ..tools import deliver_bench as tool
+
+        config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
+                                         keep=keep)
+    elif langgraph:
         from ..tools import langgraph_bench as tool
 
         config = tool.LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
