@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool
 from . import queries
 from .context import Context
 from .errors import (AccessDenied, ContextError, IncognitoSession, InvalidArguments, LockTimeout, NotFound,
-                     PymemError, ServerError, StatementTimeout, TransactionConflict, UnknownSession)
+                     PymemError, SchemaError, ServerError, StatementTimeout, TransactionConflict, UnknownSession)
 
 APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
@@ -79,6 +79,7 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     """
     if conn.info.transaction_status != TransactionStatus.IDLE:
         conn.rollback()
+    conn.isolation_level, conn.read_only = None, None  # as a snapshot transaction may have left them
     prev = conn.autocommit
     conn.autocommit = True
     try:
@@ -93,12 +94,17 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     _configure(conn, role)
 
 
+def _configure_owned(conn: psycopg.Connection) -> None:
+    _configure(conn)
+    own(conn)
+
+
 def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8) -> ConnectionPool:
     """A pool of app connections, reset on return (reset_connection). Two stay open, so that a
     caller running one statement after another never waits for the reset of the connection it
     just returned: the pool hands out the other one meanwhile."""
     min_size = min(min_size, max_size)
-    pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=_configure,
+    pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=_configure_owned,
                           reset=reset_connection, open=False)
     try:
         pool.open(wait=True, timeout=30)
@@ -211,10 +217,132 @@ def _message(exc: psycopg.Error) -> str:
     return text.removeprefix("pymem: ")
 
 
+#: Connections of pymem's own pools: on one of these, `transaction` opens and commits a transaction
+#: of its own. Any other connection is a caller's, whose transaction is joined, never committed.
+_owned: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+#: The contexts of the pymem transactions open on a connection, innermost last: a verb called
+#: inside another verb's transaction on the same connection and context joins it as it is.
+_active: "weakref.WeakKeyDictionary[psycopg.Connection, list[Context | None]]" = weakref.WeakKeyDictionary()
+
+
+def own(conn: psycopg.Connection) -> psycopg.Connection:
+    """Mark `conn` as pymem's own (a pool's): transactions on it are pymem's to commit."""
+    _owned.add(conn)
+    return conn
+
+
+def is_owned(conn: psycopg.Connection) -> bool:
+    return conn in _owned
+
+
+def in_transaction(conn: psycopg.Connection) -> bool:
+    """Whether a pymem transaction (or a caller's transaction pymem joined) is open on `conn`."""
+    return bool(_active.get(conn))
+
+
+def register_types(conn: psycopg.Connection) -> None:
+    """pgvector's types on a caller's connection (once per connection), so a caller never needs
+    register_vector(): only the `vector` type is fetched, in the connection's current state."""
+    if conn.adapters.types.get("vector") is not None:
+        return
+    from psycopg.types import TypeInfo
+    from pgvector.psycopg.vector import register_vector_info
+
+    with translate_errors():
+        info = TypeInfo.fetch(conn, "vector")
+    if info is None:
+        raise SchemaError("pgvector's vector type is not in the connection's database: is it a pymem database?")
+    register_vector_info(conn, info)
+
+
+def _check_joinable(conn: psycopg.Connection) -> TransactionStatus:
+    if conn.closed:
+        raise ServerError("the connection given is closed")
+    status = conn.info.transaction_status
+    if status == TransactionStatus.INERROR:
+        raise InvalidArguments("the connection's transaction has already failed: roll it back before calling pymem "
+                               "with it (nothing was written)")
+    if status == TransactionStatus.ACTIVE:
+        raise InvalidArguments("the connection is busy (a query in progress, or pipeline mode): pymem cannot join it")
+    if status == TransactionStatus.UNKNOWN:
+        raise ServerError("the connection given is broken")
+    return status
+
+
 @contextmanager
-def transaction(conn: psycopg.Connection, ctx: Context | None) -> Iterator[psycopg.Connection]:
-    """A transaction on `conn` with `ctx` set; commits on success, rolls back on any error."""
+def own_transaction(conn: psycopg.Connection, ctx: Context | None) -> Iterator[psycopg.Connection]:
+    """psycopg's transaction on `conn`, with `ctx` set: a transaction of its own on an idle
+    connection (committed), a savepoint in an open one. For the functions whose subject is the
+    connection itself (verification, audits), which write nothing of a caller's."""
     with translate_errors(), conn.transaction():
         if ctx is not None:
             set_context(conn, ctx)
         yield conn
+
+
+@contextmanager
+def transaction(conn: psycopg.Connection, ctx: Context | None, *, snapshot: bool = False,
+                savepoint: bool = False) -> Iterator[psycopg.Connection]:
+    """A transaction on `conn` with `ctx` set, rolled back on any error. Whose it is decides
+    what happens at the end:
+
+    - a connection of pymem's own pool, idle: a transaction of its own, committed on success
+      (`snapshot`: REPEATABLE READ, READ ONLY, so every read in it sees one snapshot);
+    - inside a pymem transaction already open on `conn` with the same context: joined as it is
+      (no savepoint; `savepoint=True` asks for one, for a caller that goes on after an error);
+      with another context, a savepoint, and the outer context is put back after it;
+    - a caller's connection: in a transaction (or idle, not autocommit: the caller's transaction
+      begins with pymem's first statement), a savepoint inside it, released on success and never
+      committed: the caller's commit or rollback decides; autocommit: a transaction of its own,
+      committed (autocommit means every call commits). A failed transaction, a busy or a closed
+      connection is refused with a typed error. pgvector's types are registered on it first.
+    """
+    stack = _active.get(conn)
+    if stack:
+        outer = stack[-1]
+        if (ctx is None or ctx == outer) and not savepoint:
+            stack.append(outer)
+            try:
+                with translate_errors():
+                    yield conn
+            finally:
+                stack.pop()
+            return
+        with translate_errors(), conn.transaction():
+            if ctx is not None:
+                set_context(conn, ctx)
+            stack.append(ctx if ctx is not None else outer)
+            try:
+                yield conn
+            finally:
+                stack.pop()
+            if ctx is not None and outer is not None and ctx != outer:
+                set_context(conn, outer)
+        return
+    owned = conn in _owned
+    status = _check_joinable(conn)
+    if not owned:
+        register_types(conn)
+        if status == TransactionStatus.IDLE and not conn.autocommit:
+            # psycopg begins the caller's transaction before this first statement: from here on
+            # conn.transaction() below is a savepoint in it, never a commit
+            with translate_errors():
+                if ctx is not None:
+                    set_context(conn, ctx)
+                else:
+                    conn.execute(queries.query("join_transaction"))
+    isolation = snapshot and owned and status == TransactionStatus.IDLE
+    if isolation:
+        conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+    try:
+        with translate_errors(), conn.transaction():
+            if ctx is not None:
+                set_context(conn, ctx)
+            _active[conn] = [ctx]
+            try:
+                yield conn
+            finally:
+                _active.pop(conn, None)
+    finally:
+        if isolation and not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+            conn.isolation_level, conn.read_only = None, None

@@ -1,21 +1,27 @@
-"""Schema migrations: a thin layer over Alembic whose revisions apply SQL from sql/."""
+"""Schema migrations: a thin layer over Alembic whose revisions apply SQL from sql/.
+
+Alembic (and SQLAlchemy under it) is imported when a migration function runs, never with
+`import pymem`: an application that only uses the store does not load them at import.
+"""
 
 from __future__ import annotations
 
 import io
 from contextlib import redirect_stdout
-
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from typing import TYPE_CHECKING
 
 from . import queries
 from .errors import SchemaError
 from .resources import migrations_dir, render_sql
 
 
-def _config(embedding_dim: int, url: str | None = None, connection=None, output=None) -> Config:
+if TYPE_CHECKING:  # pragma: no cover
+    from alembic.config import Config
+
+
+def _config(embedding_dim: int, url: str | None = None, connection=None, output=None) -> "Config":
+    from alembic.config import Config
+
     cfg = Config(output_buffer=output) if output is not None else Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     if url:
@@ -54,11 +60,15 @@ def sqlalchemy_url(dsn: str) -> str:
 
 def upgrade(dsn: str, *, embedding_dim: int, revision: str = "head") -> None:
     """Migrate the database at `dsn` to `revision`; a no-op when it is already there."""
+    from alembic import command
+
     command.upgrade(_config(embedding_dim, url=sqlalchemy_url(dsn)), revision)
 
 
 def upgrade_sql(*, embedding_dim: int, revision: str = "head") -> str:
     """The migration SQL from an empty database to `revision`, without connecting anywhere."""
+    from alembic import command
+
     buf = io.StringIO()
     with redirect_stdout(io.StringIO()):
         command.upgrade(_config(embedding_dim, output=buf), revision, sql=True)
@@ -66,6 +76,8 @@ def upgrade_sql(*, embedding_dim: int, revision: str = "head") -> str:
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(_config(1)).get_current_head()
 
 
@@ -92,5 +104,4 @@ def check_current(conn) -> None:
         )
 
 
-__all__ = ["apply_sql", "upgrade", "upgrade_sql", "head_revision", "current_revision", "check_current",
-           "MigrationContext"]
+__all__ = ["apply_sql", "upgrade", "upgrade_sql", "head_revision", "current_revision", "check_current"]

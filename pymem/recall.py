@@ -221,14 +221,16 @@ was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
         return _search.search_rows(c, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
                                    with_vectors=False)
 
+    # every round of the search in one transaction, on one connection (one snapshot on pymem's own)
+    with store.transaction(memories.ctx, conn, snapshot=True) as c:
+        return _judged(lambda fetch: search(c, fetch), top_k, policy, trust, guard)
+
+
+def _judged(search, top_k: int, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any) -> RecallResult:
     fetch = candidate_count(top_k)
     judged: dict[str, RecalledMemory | WithheldMemory] = {}  # by id: a row is judged once per call
     while True:
-        if conn is not None:
-            rows = search(conn, fetch)
-        else:
-            with store.pool.connection() as c:
-                rows = search(c, fetch)
+        rows = search(fetch)
         kept: list[RecalledMemory] = []
         withheld: list[WithheldMemory] = []
         for row in rows:

@@ -34,6 +34,10 @@ set role {role}
 -- The transaction's context: tenant, actor, adapter, scope, read-adapter allow-list
 select pymem.set_context(%s, %s, %s, %s, %s)
 
+-- name: join_transaction --
+-- The first statement pymem runs on a caller's idle connection: the driver begins the caller's transaction before it, and pymem works inside that transaction
+select 1
+
 -- name: reset_session --
 -- Clean a pooled connection on return: held cursors, LISTEN, advisory locks, temporary objects, the role, every setting
 close all; unlisten *; select pg_advisory_unlock_all(); discard temp; discard sequences;

@@ -3,7 +3,8 @@
 Why a transaction of its own. A refusal is evidence that something tried to plant a memory. If it
 were written in the caller's transaction, a caller that rolls back (or swallows the exception
 and rolls back later) would erase the evidence along with its own work. So `record_refusal`
-takes its own pooled connection, appends the event to the tenant's hash chain through
+takes a connection of its own (one of the store's one-statement connections, outside the pool
+the verbs' transactions hold), appends the event to the tenant's hash chain through
 `pymem.record_refusal` (SQL), and commits before it returns; only then does the write gate raise.
 
 What is recorded. The decision, the action class (`memory.persist`), the writing tool
@@ -79,7 +80,9 @@ def record_refusal(store: "Store", ctx: "Context", *, origin: str, source: str |
             policy_fingerprint, None if score is None else round(float(score), 6),
             piece_digest if score is not None else None)
     try:
-        with store.pool.connection() as conn:
+        # the store's one-statement connections, not the pool: a verb holding a pool connection in its
+        # own transaction refuses without waiting for a second one from the same pool
+        with store.statements.connection() as conn:
             with db.transaction(conn, ctx):
                 conn.execute(queries.query("set_lock_timeout"), (LOCK_TIMEOUT,))
                 seq = conn.execute(queries.query("record_refusal"), args).fetchone()[0]

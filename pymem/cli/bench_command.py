@@ -28,7 +28,7 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
                    "(offline, no database).")
 @click.option("--deliver", "deliver", is_flag=True,
               help="Instead: what one deliver costs (pool checkouts, round trips and statements on the wire, "
-                   "p50/p95), as the library call and as the service runs it; --queries sets the calls "
+                   "p50/p95), deliver and deliver with lessons (what the service runs); --queries sets the calls "
                    "[default: 200].")
 @click.option("--scaling", is_flag=True,
               help="Run the whole benchmark at 10,000, 30,000 and 100,000 rows (--rows is ignored) and tabulate "
@@ -58,8 +58,8 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     p50/p99 per note side by side, and the ratio against the goal of at most 2x.
 
     With --deliver, instead: one tenant with 300 memories and 12 sessions in a scratch database
-    (pymem_bench_deliver), and --queries deliveries of one session's turns, as the library call and
-    through the service, side by side: pool checkouts, round trips and statements per call (read off
+    (pymem_bench_deliver), and --queries deliveries of one session's turns, as deliver and as
+    deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and statements per call (read off
     the wire by a counting proxy) and latency p50/p95.
 
     Example: pymem bench --rows 20000 --queries 50

@@ -284,7 +284,7 @@ def check_conventions(memories: "Memories", repo: Path | str, *,
                 continue
             reason = f"symbol {rule.subject_symbol} no longer resolves in {rule.subject} at HEAD {head[:12]}"
             try:
-                with memories.store.transaction(ctx, c) as inner:
+                with memories.store.transaction(ctx, c, savepoint=True) as inner:
                     _end(inner, ctx.tenant, rule.id, "expired", reason[:MAX_REFUSAL_REASON], head)
             except AccessDenied:
                 not_ended.append(rule)

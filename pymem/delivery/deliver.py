@@ -200,41 +200,45 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
                                "AdapterTrustPolicy and a token counter")
     now = now if now is not None else _dt.datetime.now(_dt.timezone.utc)
 
-    with memories.store.transaction(memories.ctx, conn) as c:
-        session = session_row(c, memories.ctx.tenant, session_id)
-        previous = injections.last_turn(c, memories.ctx.tenant, session_id) if session and turn is None else None
-    if session is None:
-        raise UnknownSession(f"unknown session {session_id[:100]!r}: never started in this tenant (or not visible here)")
-    if turn is None:
-        turn = 0 if previous is None else previous + 1
-    if session.incognito:
-        return Delivery(session_id=session_id, turn=turn, text="", budget=budget, counter=counter.name,
-                        incognito=True)
+    # One checkout for the whole call; every read in one snapshot (on pymem's own connection a
+    # REPEATABLE READ, READ ONLY transaction), then the injection record in a transaction of its
+    # own on the same connection. Given a caller's connection, both run inside its transaction.
+    with memories.store.connection(conn) as c:
+        with memories.store.transaction(memories.ctx, c, snapshot=True):
+            session = session_row(c, memories.ctx.tenant, session_id)
+            previous = injections.last_turn(c, memories.ctx.tenant, session_id) if session and turn is None else None
+            if session is None:
+                raise UnknownSession(f"unknown session {session_id[:100]!r}: never started in this tenant "
+                                     "(or not visible here)")
+            if turn is None:
+                turn = 0 if previous is None else previous + 1
+            if session.incognito:
+                return Delivery(session_id=session_id, turn=turn, text="", budget=budget, counter=counter.name,
+                                incognito=True)
+            digest = _digest(memories, session, max_sessions, trust, c) if max_sessions else []
+            hot = _hot(memories, max_hot, policy, trust, guard, tiers, c) if max_hot else []
+            hot_ids = {h.id for h in hot}
+            if lessons is not None:
+                lessons = [lesson for lesson in lessons if lesson.id not in hot_ids]
+            exclude = hot_ids | {lesson.id for lesson in lessons or ()}
+            recalled = (_recalled(memories, query, top_k, floor, exclude, now, policy, trust, guard, tiers, embedder, c)
+                        if query is not None and query.strip() else [])
+            times = _session_times(memories, hot + [hit for _, hit in recalled], c)
+        fitted = fit(digest, [_item("hot", h, times) for h in hot],
+                     [_item("recalled", hit, times, score) for score, hit in recalled], lessons=lessons, budget=budget,
+                     counter=counter)
 
-    digest = _digest(memories, session, max_sessions, trust, conn) if max_sessions else []
-    hot = _hot(memories, max_hot, policy, trust, guard, tiers, conn) if max_hot else []
-    hot_ids = {h.id for h in hot}
-    if lessons is not None:
-        lessons = [lesson for lesson in lessons if lesson.id not in hot_ids]
-    exclude = hot_ids | {lesson.id for lesson in lessons or ()}
-    recalled = (_recalled(memories, query, top_k, floor, exclude, now, policy, trust, guard, tiers, embedder, conn)
-                if query is not None and query.strip() else [])
-    times = _session_times(memories, hot + [hit for _, hit in recalled], conn)
-    fitted = fit(digest, [_item("hot", h, times) for h in hot],
-                 [_item("recalled", hit, times, score) for score, hit in recalled], lessons=lessons, budget=budget,
-                 counter=counter)
-
-    items = fitted.hot + fitted.recalled
-    block_sha256 = hashlib.sha256(fitted.text.encode("utf-8")).hexdigest()
-    with memories.store.transaction(memories.ctx, conn) as c:
-        seq = injections.record_injection(
-            c, session_id=session_id, turn=turn,
-            memory_ids=[i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
-            + [i.id for i in fitted.recalled],
-            hot_ids=[i.id for i in fitted.hot], lesson_ids=[lesson.id for lesson in fitted.lessons],
-            digest_sessions=[d.session_id for d in fitted.digest], block_sha256=block_sha256, tokens=fitted.tokens,
-            budget=budget, truncated=fitted.omitted, counter=counter.name, policy_fingerprint=policy.fingerprint,
-            tiers_fingerprint=tiers.fingerprint)
+        items = fitted.hot + fitted.recalled
+        block_sha256 = hashlib.sha256(fitted.text.encode("utf-8")).hexdigest()
+        with memories.store.transaction(memories.ctx, c) as w:
+            seq = injections.record_injection(
+                w, session_id=session_id, turn=turn,
+                memory_ids=[i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
+                + [i.id for i in fitted.recalled],
+                hot_ids=[i.id for i in fitted.hot], lesson_ids=[lesson.id for lesson in fitted.lessons],
+                digest_sessions=[d.session_id for d in fitted.digest], block_sha256=block_sha256,
+                tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
+                policy_fingerprint=policy.fingerprint, tiers_fingerprint=tiers.fingerprint)
     return Delivery(session_id=session_id, turn=turn, text=fitted.text, items=items, digest=fitted.digest,
                     tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
                     block_sha256=block_sha256, injection_seq=seq, lessons=fitted.lessons)

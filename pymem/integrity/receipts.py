@@ -204,7 +204,7 @@ def audit_receipts(conn: psycopg.Connection, tenant: str | None = None,
     connection) or of every tenant (on an administrative connection). `trusted_key` is the
     installation's public key (hex), or a callable that returns it, asked only when there is a
     receipt or a registered key to compare it with."""
-    with db.transaction(conn, Context(tenant=tenant) if tenant else None), conn.cursor(row_factory=dict_row) as cur:
+    with db.own_transaction(conn, Context(tenant=tenant) if tenant else None), conn.cursor(row_factory=dict_row) as cur:
         cur.execute(queries.query("registered_signing_key"))
         found = cur.fetchone()
         registered = found["public_key"] if found else None

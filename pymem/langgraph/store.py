@@ -15,8 +15,8 @@ their provenance, origin, capped confidence and the policy's fingerprint on the 
 and deletes are rows written and deleted through pymem's one write path, so the ledger chains each.
 
 Batches behave like LangGraph's in-memory store: the reads of a batch see the store as it was
-before the batch; its writes are applied together, in one transaction (the last write to an item
-wins). Without a query, a search returns items namespace by namespace, in the order each
+before the batch; its writes are applied together (the last write to an item wins). A batch, its
+reads and its writes, is one transaction on one connection. Without a query, a search returns items namespace by namespace, in the order each
 namespace and each item were first put (an update keeps an item's place; a namespace that has
 lost every item starts afresh).
 """
@@ -206,58 +206,65 @@ class PymemStore(BaseStore):
     # -- running: reads first (the store as it was), then the writes in one transaction ------
 
     def _run(self, plan: _Plan) -> list[Any]:
+        # the whole batch, reads and writes, in one transaction on one connection
+        with self.memories.store.transaction(self.ctx) as c:
+            return self._run_in(plan, c)
+
+    def _run_in(self, plan: _Plan, c) -> list[Any]:
         results: list[Any] = [None] * len(plan.ops)
         if plan.gets:
             found = {r["namespace_key"]: r for r in map(_item_record, self.memories.get_many(
-                list(dict.fromkeys(item_id for _, _, item_id in plan.gets))))}
+                list(dict.fromkeys(item_id for _, _, item_id in plan.gets)), conn=c))}
             for i, op, _ in plan.gets:
                 record = found.get((tuple(op.namespace), op.key))
                 results[i] = _item(record) if record is not None else None
         for i, op, conditions in plan.searches:
-            results[i] = self._search(op, conditions, plan.query_vectors.get(op.query) if op.query else None)
+            results[i] = self._search(op, conditions, plan.query_vectors.get(op.query) if op.query else None, c)
         for i, op in plan.lists:
-            results[i] = self._list_namespaces(op)
+            results[i] = self._list_namespaces(op, c)
         if plan.puts:
-            self._write(plan)
+            self._write(plan, c)
         return results
 
-    def _search(self, op: SearchOp, conditions: list[dict[str, Any]], vector: list[float] | None) -> list[SearchItem]:
+    def _search(self, op: SearchOp, conditions: list[dict[str, Any]], vector: list[float] | None,
+                c) -> list[SearchItem]:
         if op.limit == 0:
             return []
         scope = ns.prefix_scope(self.name, tuple(op.namespace_prefix))
         if vector is None:
-            return [_search_item(r, None) for r, _ in self._items(None, scope, conditions, "all", op.limit, op.offset)]
+            return [_search_item(r, None) for r, _ in self._items(None, scope, conditions, "all", op.limit, op.offset,
+                                                                  c)]
         if not conditions and op.offset + op.limit <= MAX_TOP_K:
-            hits = self.memories.search(vector, top_k=op.offset + op.limit, scope_filter=scope)
+            hits = self.memories.search(vector, top_k=op.offset + op.limit, scope_filter=scope, conn=c)
             scored = [(_item_record(h["chunk"]), h["score"]) for h in hits[op.offset:]]
         else:
             scored = [(_item_record(r), s) for r, s in
-                      self._items(vector, scope, conditions, "embedded", op.limit, op.offset)]
+                      self._items(vector, scope, conditions, "embedded", op.limit, op.offset, c)]
         out = [_search_item(r, score) for r, score in scored]
         if len(out) < op.limit:
             # As LangGraph's in-memory store: items that have no vector (put with index=False, or
             # without text under the indexed fields) fill what the ranked ones left.
             out += [_search_item(r, None) for r, _ in
-                    self._items(None, scope, conditions, "unembedded", op.limit - len(out), 0)]
+                    self._items(None, scope, conditions, "unembedded", op.limit - len(out), 0, c)]
         return out
 
-    def _items(self, vector, scope, conditions, which: str, limit: int, offset: int) -> list[tuple[dict, float]]:
+    def _items(self, vector, scope, conditions, which: str, limit: int, offset: int, conn) -> list[tuple[dict, float]]:
         params = (Vector(vector) if vector is not None else None, self.ctx.tenant, Jsonb(scope), Jsonb(conditions),
                   Jsonb(conditions), which, limit, offset)
-        with self.memories.store.transaction(self.ctx) as c:
+        with self.memories.store.transaction(self.ctx, conn) as c:
             rows = c.execute(queries.query("langgraph_items"), params, prepare=False).fetchall()
         return [(_item_record(record), score) for record, score in rows]
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _list_namespaces(self, op: ListNamespacesOp, conn) -> list[tuple[str, ...]]:
         conditions = ns.conditions_of(op.match_conditions)
         prefix = next((path for kind, path in conditions if kind == "prefix"), ())
         scope = ns.prefix_scope(self.name, prefix, wildcards=True)
-        with self.memories.store.transaction(self.ctx) as c:
+        with self.memories.store.transaction(self.ctx, conn) as c:
             rows = c.execute(queries.query("langgraph_namespaces"), (self.ctx.tenant, Jsonb(scope))).fetchall()
         found = [tuple(r[0]) for r in rows if isinstance(r[0], list)]
         return ns.select_namespaces(found, conditions, op.max_depth, op.limit, op.offset)
 
-    def _write(self, plan: _Plan) -> None:
+    def _write(self, plan: _Plan, conn) -> None:
         ctx, store = self.ctx, self.memories.store
         writes = [p for p in plan.puts.values() if p.op.value is not None]
         deletes = [p.id for p in plan.puts.values() if p.op.value is None]
@@ -267,8 +274,9 @@ class PymemStore(BaseStore):
         if self.gate and writes:
             policy = self.policy if self.policy is not None else AdmissionPolicy.from_env()
             for put in writes:
-                decisions[put.id] = judge_or_refuse(self.memories, {"value": put.op.value}, self.provenance, policy)
-        with store.transaction(ctx) as c:
+                decisions[put.id] = judge_or_refuse(self.memories, {"value": put.op.value}, self.provenance, policy,
+                                                    conn=conn)
+        with store.transaction(ctx, conn) as c:
             state = c.execute(queries.query("langgraph_write_state"),
                               (ctx.tenant, [p.id for p in writes])).fetchall()
             now = state[0][0]

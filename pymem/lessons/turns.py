@@ -46,7 +46,8 @@ def deliver_with_lessons(memories: "Memories", session_id: str, query: str | Non
     policy = policy if policy is not None else AdmissionPolicy.from_env()
     trust = trust if trust is not None else active_trust_policy()
     counter = counter if counter is not None else default_counter()
-    found = lessons_for_task(memories, lesson_tags, role=role, limit=lesson_limit, policy=policy, trust=trust,
-                             guard=guard, counter=counter, now=now, cache=cache, conn=conn)
-    return deliver(memories, session_id, query, policy=policy, trust=trust, guard=guard, counter=counter, now=now,
-                   lessons=None if found.excluded_role else found.lessons, conn=conn, **options)
+    with memories.store.connection(conn) as c:  # one checkout for both steps
+        found = lessons_for_task(memories, lesson_tags, role=role, limit=lesson_limit, policy=policy, trust=trust,
+                                 guard=guard, counter=counter, now=now, cache=cache, conn=c)
+        return deliver(memories, session_id, query, policy=policy, trust=trust, guard=guard, counter=counter,
+                       now=now, lessons=None if found.excluded_role else found.lessons, conn=c, **options)

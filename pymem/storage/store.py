@@ -51,13 +51,22 @@ class Store:
         self.close()
 
     @contextmanager
-    def transaction(self, ctx: Context, conn: psycopg.Connection | None = None) -> Iterator[psycopg.Connection]:
-        """A transaction with `ctx` set. Given `conn`, a savepoint inside the caller's transaction."""
+    def connection(self, conn: psycopg.Connection | None = None) -> Iterator[psycopg.Connection]:
+        """`conn` when given, else one checkout of the pool for the whole `with` block: a verb that
+        runs more than one transaction runs them all on it."""
         if conn is not None:
-            with db.transaction(conn, ctx):
-                yield conn
+            yield conn
             return
-        with self.pool.connection() as c, db.transaction(c, ctx):
+        with self.pool.connection() as c:
+            yield c
+
+    @contextmanager
+    def transaction(self, ctx: Context, conn: psycopg.Connection | None = None, *, snapshot: bool = False,
+                    savepoint: bool = False) -> Iterator[psycopg.Connection]:
+        """A transaction with `ctx` set (pymem.db.transaction says what happens on whose connection):
+        without `conn`, one of its own on a pool connection; given a caller's connection, joined as a
+        savepoint in the caller's transaction and never committed."""
+        with self.connection(conn) as c, db.transaction(c, ctx, snapshot=snapshot, savepoint=savepoint):
             yield c
 
     def admin_connection(self) -> psycopg.Connection:

@@ -4,8 +4,8 @@ It builds a scratch database of its own next to the store (default `pymem_bench_
 afterwards unless asked to keep it) and one tenant in it: `sessions` sessions (the digest lists
 them), `memories` memories admitted through the write gate with the lexical embedder (`hot` of them
 tagged hot), then runs `calls` deliveries of one session's turns, each with a query that recalls,
-as the library call (`pymem.deliver`) and as the service runs it (`Service.call("deliver")`, what
-HTTP and MCP call), one after the other in rotating order. The store's connections go through a
+as `pymem.deliver` and as `pymem.deliver_with_lessons` (what the service's, HTTP's and MCP's
+`deliver` runs), one after the other in rotating order. The store's connections go through a
 counting proxy (pymem.tools.wire), so each call's round trips and statements are read off the
 wire; checkouts are the pool's own count of connection requests, plus the connections of the
 store's one-statement set (StatementConnections) a call takes. Reported per variant: the median
@@ -31,13 +31,14 @@ from ..delivery.deliver import deliver
 from ..delivery.sessions import start_session
 from ..delivery.tiers import TrustTiers
 from ..embedder import LexicalEmbedder
+from ..lessons import deliver_with_lessons, file_lesson
 from ..errors import InvalidArguments
 from .bench import scratch_database, server_facts
 from .wire import WireCounter
 
 __all__ = ["DeliverBenchConfig", "run", "format_report"]
 
-VARIANTS = ("library", "service")
+VARIANTS = ("deliver", "with lessons")
 _WORDS = ("invoice", "currency", "contact", "billing", "shipping", "address", "order", "refund", "account",
           "renewal", "contract", "discount", "warehouse", "carrier", "deadline", "budget", "supplier", "quote",
           "priority", "ticket", "escalation", "holiday", "schedule", "timezone", "language", "format")
@@ -115,7 +116,6 @@ class _Meter:
 
 def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Run the benchmark next to `store` (same server, its own database); returns the report."""
-    from ..service.verbs import Service
     from ..storage.endpoints import Endpoints
     from ..storage.store import Store
 
@@ -133,11 +133,12 @@ def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lam
             session = "bench-turns"
             mem = measured.bind(ctx)
             start_session(mem, session, "chat", first_message="The turns the benchmark delivers")
-            service = Service(measured, embedder=embedder)
+            file_lesson(mem, "Check the customer's timezone before a deadline.", ["support"], "project", 0.8,
+                        origin="operator", policy=AdmissionPolicy(), embedder=embedder)
             options = dict(policy=AdmissionPolicy(), trust=AdapterTrustPolicy(), tiers=TrustTiers(), embedder=embedder)
             runs = {
-                "library": lambda q: deliver(mem, session, q, **options),
-                "service": lambda q: service.call(ctx, "deliver", {"session_id": session, "query": q}),
+                "deliver": lambda q: deliver(mem, session, q, **options),
+                "with lessons": lambda q: deliver_with_lessons(mem, session, q, ["support"], cache=None, **options),
             }
             for name, fn in runs.items():  # warm: the pool filled, plans cached, the embedder's tables built
                 for q in queries[:5]:
@@ -175,9 +176,9 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [f"deliver: {c['calls']} calls per variant, {c['memories']} memories ({c['hot']} hot), {c['sessions']} "
              f"sessions, {c['dims']} dims; PostgreSQL {report['server']['postgres']}, pgvector "
              f"{report['server']['pgvector']}", "",
-             f"{'variant':<10}{'p50 ms':>9}{'p95 ms':>9}{'checkouts':>11}{'round trips':>13}{'statements':>12}"]
+             f"{'variant':<14}{'p50 ms':>9}{'p95 ms':>9}{'checkouts':>11}{'round trips':>13}{'statements':>12}"]
     for name, v in report["variants"].items():
-        lines.append(f"{name:<10}{v['p50_ms']:>9.2f}{v['p95_ms']:>9.2f}{v['checkouts_median']:>11g}"
+        lines.append(f"{name:<14}{v['p50_ms']:>9.2f}{v['p95_ms']:>9.2f}{v['checkouts_median']:>11g}"
                      f"{v['round_trips_median']:>13g}{v['statements_median']:>12g}")
     lines.append("")
     lines.append("checkouts, round trips and statements are medians per call (round trips: Sync + Query messages "
