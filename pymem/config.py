@@ -12,6 +12,8 @@ from .vocabulary import MAX_CONTENT_BYTES
 
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_MAX_CONTENT_BYTES = 65536
+#: PYMEM_POOLER values: unset (a direct connection, or a session-mode pooler) or "transaction".
+POOLERS = (None, "transaction")
 
 
 def default_home() -> Path:
@@ -54,6 +56,10 @@ class Settings:
     embedding_dim: PYMEM_EMBEDDING_DIM, used when the schema is first created.
     signing_key: PYMEM_SIGNING_KEY, the installation's Ed25519 private key (PEM) that signs
                  ledger checkpoints; default `home/keys/signing-ed25519.pem`, created on first use.
+    pooler: PYMEM_POOLER=transaction when `dsn` reaches Postgres through a transaction-mode pooler
+            (PgBouncer, RDS Proxy, Supavisor): no server-side prepared statements, no session state.
+    direct_dsn: PYMEM_DIRECT_DSN, a direct connection (no pooler) for what needs a session of its
+                own: following facts (LISTEN). Unset: `dsn`, refused by `follow` behind a pooler.
     """
 
     dsn: str | None = None
@@ -62,6 +68,18 @@ class Settings:
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     signing_key: Path | None = None
+    pooler: str | None = None
+    direct_dsn: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.pooler not in POOLERS:
+            raise InvalidArguments(f"PYMEM_POOLER must be one of: {', '.join(p for p in POOLERS if p)} (or unset), "
+                                   f"got {self.pooler!r}")
+
+    @property
+    def transaction_pooler(self) -> bool:
+        """Whether connections reach Postgres through a transaction-mode pooler."""
+        return self.pooler == "transaction"
 
     @property
     def signing_key_path(self) -> Path:
@@ -84,4 +102,6 @@ class Settings:
             embedding_dim=_int(env, "PYMEM_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM, 1, 16000),
             max_content_bytes=_int(env, "PYMEM_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES, 1, MAX_CONTENT_BYTES),
             signing_key=Path(key).expanduser() if key else None,
+            pooler=env.get("PYMEM_POOLER", "").strip().lower() or None,
+            direct_dsn=env.get("PYMEM_DIRECT_DSN", "").strip() or None,
         )

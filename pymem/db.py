@@ -43,6 +43,12 @@ def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
     if role is not None:  # None: an administrative connection keeps the login's own rights
         row = conn.execute(queries.query("login_needs_app_role"), (role,)).fetchone()
         if row and row[0] and not row[1]:
+            if conn.prepare_threshold is None and conn in _pooled:
+                conn.rollback()
+                raise ServerError(
+                    f"behind a transaction pooler (PYMEM_POOLER=transaction) the login must be a member of {role} "
+                    "that is neither a superuser nor BYPASSRLS: the switch to the app role (SET ROLE) is session "
+                    "state a transaction pooler does not keep")
             conn.execute(queries.template("set_role", role=sql.Identifier(role)))
             switched = role
     conn.commit()
@@ -50,12 +56,25 @@ def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
         _configured[conn] = switched
 
 
-def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False) -> psycopg.Connection:
+#: Connections that reach Postgres through a transaction-mode pooler (pymem.config.Settings.pooler).
+_pooled: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+
+
+def connect_options(pooler: bool) -> dict:
+    """psycopg's connection options: behind a transaction-mode pooler, no server-side prepared
+    statement (the next transaction may run on another server connection, which never saw it)."""
+    return {"prepare_threshold": None} if pooler else {}
+
+
+def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False,
+            pooler: bool = False) -> psycopg.Connection:
     """One connection configured like the pool's (pgvector types, RLS-bound role)."""
     try:
-        conn = psycopg.connect(dsn, autocommit=autocommit)
+        conn = psycopg.connect(dsn, autocommit=autocommit, **connect_options(pooler))
     except psycopg.OperationalError as exc:
         raise ServerError(f"cannot connect to the database: {exc}".strip()) from exc
+    if pooler:
+        _pooled.add(conn)
     try:
         _configure(conn, role)
     except Exception:
@@ -80,6 +99,8 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     if conn.info.transaction_status != TransactionStatus.IDLE:
         conn.rollback()
     conn.isolation_level, conn.read_only = None, None  # as a snapshot transaction may have left them
+    if conn in _pooled:
+        return  # behind a transaction pooler a session is not ours to clean: nothing of it is kept
     prev = conn.autocommit
     conn.autocommit = True
     try:
@@ -94,18 +115,21 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     _configure(conn, role)
 
 
-def _configure_owned(conn: psycopg.Connection) -> None:
-    _configure(conn)
-    own(conn)
-
-
-def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8) -> ConnectionPool:
+def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8, pooler: bool = False) -> ConnectionPool:
     """A pool of app connections, reset on return (reset_connection). Two stay open, so that a
     caller running one statement after another never waits for the reset of the connection it
-    just returned: the pool hands out the other one meanwhile."""
+    just returned: the pool hands out the other one meanwhile. `pooler`: the DSN is a
+    transaction-mode pooler (no prepared statements, no session reset, no SET ROLE)."""
     min_size = min(min_size, max_size)
-    pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=_configure_owned,
-                          reset=reset_connection, open=False)
+
+    def configure(conn: psycopg.Connection) -> None:
+        if pooler:
+            _pooled.add(conn)
+        _configure(conn)
+        own(conn)
+
+    pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=configure,
+                          reset=reset_connection, open=False, kwargs=connect_options(pooler))
     try:
         pool.open(wait=True, timeout=30)
     except Exception as exc:
@@ -121,8 +145,9 @@ class StatementConnections:
     they need no reset: they are handed out last in, first out, without the pool's round trip
     and worker thread, and a connection that fails or is left in a transaction is closed."""
 
-    def __init__(self, dsn: str, *, max_size: int = 8, timeout: float = 30.0):
+    def __init__(self, dsn: str, *, max_size: int = 8, timeout: float = 30.0, pooler: bool = False):
         self._dsn = dsn
+        self._pooler = pooler
         self._idle: list[psycopg.Connection] = []
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_size)
@@ -138,7 +163,7 @@ class StatementConnections:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None or conn.closed:
-                conn = connect(self._dsn, autocommit=True)
+                conn = connect(self._dsn, autocommit=True, pooler=self._pooler)
             yield conn
             if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
                 with self._lock:

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from pymem import migrate
+from helpers import pgbouncer as bouncer
 from helpers.database import AGENT_LOGIN, APP_LOGIN, AUDITOR_LOGIN, DIM, PASSWORD, TestDatabase, with_user
 
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
@@ -43,6 +44,22 @@ def server_dsn():
         embedded.stop(home)
         shutil.rmtree(home, ignore_errors=True)
 
+
+@pytest.fixture(scope="session")
+def pgbouncer_address(server_dsn):
+    """(host, port) of a real PgBouncer in transaction mode in front of the test server; skips
+    with the reason where pgbouncer is not installed."""
+    if bouncer.binary() is None:
+        pytest.skip(bouncer.SKIP_REASON)
+    if not (urlsplit(server_dsn).query or "").count("host=/"):
+        pytest.skip("the PgBouncer fixture runs in front of the embedded test server (a Unix socket)")
+    with bouncer.pgbouncer(server_dsn) as address:
+        yield address
+
+
+#: PYMEM_TEST_POOLER=pgbouncer: every test's app connections go through PgBouncer in transaction
+#: mode, with pymem's pooler setting on (tests/db/test_pgbouncer.py runs suites that way).
+POOLED = os.environ.get("PYMEM_TEST_POOLER") == "pgbouncer"
 
 _names = itertools.count()
 
@@ -67,17 +84,20 @@ def template_db(server_dsn):
 
 
 @contextmanager
-def _fresh_database(server_dsn, template_db):
+def _fresh_database(server_dsn, template_db, pooler_address=None):
     name = f"pymem_test_{os.getpid()}_{next(_names)}"
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'create database "{name}" template "{template_db}"')
     superuser = urlsplit(server_dsn).username or "postgres"
+    app = with_user(server_dsn, APP_LOGIN, database=name, password=PASSWORD)
     try:
         yield TestDatabase(
             name=name,
             admin_dsn=with_user(server_dsn, superuser, database=name),
-            app_dsn=with_user(server_dsn, APP_LOGIN, database=name, password=PASSWORD),
+            app_dsn=bouncer.through(app, *pooler_address) if pooler_address else app,
             auditor_dsn=with_user(server_dsn, AUDITOR_LOGIN, database=name, password=PASSWORD),
+            pooler="transaction" if pooler_address else None,
+            direct_app_dsn=app if pooler_address else None,
         )
     finally:
         with psycopg.connect(server_dsn, autocommit=True) as conn:
@@ -85,8 +105,9 @@ def _fresh_database(server_dsn, template_db):
 
 
 @pytest.fixture
-def database(server_dsn, template_db):
-    with _fresh_database(server_dsn, template_db) as db:
+def database(request, server_dsn, template_db):
+    address = request.getfixturevalue("pgbouncer_address") if POOLED else None
+    with _fresh_database(server_dsn, template_db, address) as db:
         yield db
 
 

@@ -32,7 +32,7 @@ from psycopg.rows import dict_row
 
 from .. import db, queries
 from ..context import Context
-from ..errors import InvalidArguments
+from ..errors import InvalidArguments, ServerError
 from ..vocabulary import FACT_KIND, FACT_SCOPES, MAX_NAME, MAX_TAG, is_plain_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -168,8 +168,16 @@ class FactStream:
         self.ctx = _reader(memories.ctx, read_only_from_adapters)
         self.notifications = 0
         self.ignored = 0
-        # Not a pooled connection: the pool resets connections on return (UNLISTEN *).
-        self._conn = db.connect(memories.store.endpoints.app, autocommit=True)
+        # Not a pooled connection: the pool resets connections on return (UNLISTEN *). LISTEN is
+        # session state: behind a transaction-mode pooler it needs a direct connection.
+        settings = memories.store.settings
+        dsn = memories.store.endpoints.app
+        if settings.transaction_pooler:
+            if settings.direct_dsn is None:
+                raise ServerError("following facts needs a session of its own (LISTEN), which a transaction-mode "
+                                  "pooler does not keep: set PYMEM_DIRECT_DSN to a direct connection to Postgres")
+            dsn = settings.direct_dsn
+        self._conn = db.connect(dsn, autocommit=True)
         try:
             with db.translate_errors():
                 channel = self._conn.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone()[0]

@@ -140,7 +140,8 @@ def search_chunks_as(conn: psycopg.Connection, ctx: Context, query: list[float],
     """Memories.search on an idle pooled connection: one autocommit statement that sets the
     context and searches (pymem.search_as), returning the storage contract's hits. Only what a
     hit needs crosses the wire, as plain rows, and the statement is prepared (its plan is a
-    function scan; the searches inside keep the plans pymem.search pins). `conn` is left as it
+    function scan; the searches inside keep the plans pymem.search pins), unless the connection
+    prepares nothing (behind a transaction-mode pooler). `conn` is left as it
     was found."""
     with db.translate_errors():
         autocommit = conn.autocommit
@@ -149,7 +150,7 @@ def search_chunks_as(conn: psycopg.Connection, ctx: Context, query: list[float],
             with conn.cursor() as cur:
                 cur.execute(queries.query("search_as_chunks"),
                             ctx.params() + (Vector(query), top_k, Jsonb(scope_filter), include_superseded,
-                                            with_vectors), prepare=True)
+                                            with_vectors), prepare=conn.prepare_threshold is not None)
                 rows = cur.fetchall()
         finally:
             if not conn.closed:

@@ -23,7 +23,8 @@ class Store:
     def __init__(self, endpoints: Endpoints, settings: Settings, *, pool_size: int = 8):
         self.endpoints = endpoints
         self.settings = settings
-        with db.connect(endpoints.app) as conn:
+        pooler = settings.transaction_pooler
+        with db.connect(endpoints.app, pooler=pooler) as conn:
             with db.translate_errors():
                 migrate.check_current(conn)
                 row = conn.execute(queries.query("store_embedding_dim")).fetchone()
@@ -31,9 +32,9 @@ class Store:
         if row is None:
             raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
         self.embedding_dim: int = row[0]
-        self.pool = db.make_pool(endpoints.app, max_size=pool_size)
+        self.pool = db.make_pool(endpoints.app, max_size=pool_size, pooler=pooler)
         # Memories.search's one autocommit statement (pymem.search_as) runs on these: no reset needed
-        self.statements = db.StatementConnections(endpoints.app, max_size=pool_size)
+        self.statements = db.StatementConnections(endpoints.app, max_size=pool_size, pooler=pooler)
 
     @classmethod
     def open(cls, settings: Settings | None = None, **kwargs: Any) -> "Store":

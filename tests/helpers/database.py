@@ -37,9 +37,12 @@ class TestDatabase:
     admin_dsn: str
     app_dsn: str
     auditor_dsn: str
+    pooler: str | None = None  # "transaction": app_dsn goes through PgBouncer (PYMEM_TEST_POOLER)
+    direct_app_dsn: str | None = None  # app_dsn without the pooler (what needs a session: LISTEN)
 
     def settings(self, **overrides) -> Settings:
-        values = dict(dsn=self.app_dsn, admin_dsn=self.admin_dsn, embedding_dim=DIM)
+        values = dict(dsn=self.app_dsn, admin_dsn=self.admin_dsn, embedding_dim=DIM, pooler=self.pooler,
+                      direct_dsn=self.direct_app_dsn)
         values.update(overrides)
         return Settings(**values)
 
