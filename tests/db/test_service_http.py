@@ -72,7 +72,6 @@ def test_handshake_negotiates_and_describes_the_store_and_the_caller(url):
 
 # -- the auth matrix ------------------------------------------------------------------------------------
 
-NOW = int(time.time())
 AUTH_MATRIX = [
     ("missing", None, "token_missing"),
     ("not a JWT", "abc.def", "token_malformed"),

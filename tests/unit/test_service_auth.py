@@ -79,34 +79,34 @@ def test_a_small_rsa_key_is_refused():
 
 VERIFIER = TokenVerifier.hs256(KEY, audience="pymem-test", issuer="https://issuer.test")
 GOOD = {"aud": "pymem-test", "iss": "https://issuer.test"}
-NOW = int(time.time())
-
+# Tokens are minted when a test runs, never at import: a suite that runs longer than a token's
+# lifetime must not see them expire.
 MATRIX = [
     ("missing", None, "token_missing"),
     ("empty", "", "token_missing"),
     ("not a JWT", "not-a-token", "token_malformed"),
-    ("bad signature", token(key="another-key-that-is-long-enough-0123456789", **GOOD), "token_bad_signature"),
-    ("alg none", _unsigned(_claims(**GOOD)), "token_algorithm"),
-    ("alg None spelled differently", _unsigned(_claims(**GOOD), alg="None"), "token_algorithm"),
-    ("wrong algorithm HS512", token(algorithm="HS512", **GOOD), "token_algorithm"),
-    ("expired", token(ttl=-120, **GOOD), "token_expired"),
-    ("not yet valid (nbf)", token(nbf=NOW + 3600, **GOOD), "token_not_yet_valid"),
-    ("not yet valid (iat)", token(iat=NOW + 3600, ttl=7200, **GOOD), "token_not_yet_valid"),
-    ("wrong audience", token(aud="someone-else", iss=GOOD["iss"]), "token_audience"),
-    ("no audience", token(iss=GOOD["iss"]), "token_audience"),
-    ("wrong issuer", token(aud=GOOD["aud"], iss="https://elsewhere.test"), "token_issuer"),
-    ("no exp", jwt.encode({"tenant": "acme", "actor": "alice", **GOOD}, KEY, algorithm="HS256"), "token_claims"),
-    ("no tenant", token(tenant=None, **GOOD), "token_claims"),
-    ("no actor", token(actor=None, **GOOD), "token_claims"),
-    ("scope not flat", token(scope={"project": {"nested": "x"}}, **GOOD), "token_claims"),
-    ("tenant with a control character", token(tenant="ac\u202eme", **GOOD), "token_claims"),
+    ("bad signature", lambda: token(key="another-key-that-is-long-enough-0123456789", **GOOD), "token_bad_signature"),
+    ("alg none", lambda: _unsigned(_claims(**GOOD)), "token_algorithm"),
+    ("alg None spelled differently", lambda: _unsigned(_claims(**GOOD), alg="None"), "token_algorithm"),
+    ("wrong algorithm HS512", lambda: token(algorithm="HS512", **GOOD), "token_algorithm"),
+    ("expired", lambda: token(ttl=-120, **GOOD), "token_expired"),
+    ("not yet valid (nbf)", lambda: token(nbf=int(time.time()) + 3600, **GOOD), "token_not_yet_valid"),
+    ("not yet valid (iat)", lambda: token(iat=int(time.time()) + 3600, ttl=7200, **GOOD), "token_not_yet_valid"),
+    ("wrong audience", lambda: token(aud="someone-else", iss=GOOD["iss"]), "token_audience"),
+    ("no audience", lambda: token(iss=GOOD["iss"]), "token_audience"),
+    ("wrong issuer", lambda: token(aud=GOOD["aud"], iss="https://elsewhere.test"), "token_issuer"),
+    ("no exp", lambda: jwt.encode({"tenant": "acme", "actor": "alice", **GOOD}, KEY, algorithm="HS256"), "token_claims"),
+    ("no tenant", lambda: token(tenant=None, **GOOD), "token_claims"),
+    ("no actor", lambda: token(actor=None, **GOOD), "token_claims"),
+    ("scope not flat", lambda: token(scope={"project": {"nested": "x"}}, **GOOD), "token_claims"),
+    ("tenant with a control character", lambda: token(tenant="ac\u202eme", **GOOD), "token_claims"),
 ]
 
 
 @pytest.mark.parametrize("tok,code", [(t, c) for _, t, c in MATRIX], ids=[n for n, _, _ in MATRIX])
 def test_the_auth_matrix(tok, code):
     with pytest.raises(Unauthenticated) as info:
-        VERIFIER.verify(tok)
+        VERIFIER.verify(tok() if callable(tok) else tok)
     assert info.value.code == code
 
 
