@@ -176,3 +176,24 @@ def test_minting_refuses_what_the_service_would_refuse(kwargs, match):
     key = args.pop("key")
     with pytest.raises(InvalidArguments, match=match):
         mint_token(key, **args)
+
+
+def test_the_auth_matrix_holds_in_a_suite_slower_than_a_token_lifetime(monkeypatch):
+    """The matrix run 15 minutes after the module was imported (a loaded machine, a slow suite)
+    still gets each case's own code, not token_expired: no token is minted at import."""
+    import datetime as dt
+
+    later = 900.0
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + later)
+
+    class Later(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return dt.datetime.now(tz) + dt.timedelta(seconds=later)
+
+    monkeypatch.setattr(jwt.api_jwt, "datetime", Later)
+    for name, tok, code in MATRIX:
+        with pytest.raises(Unauthenticated) as info:
+            VERIFIER.verify(tok() if callable(tok) else tok)
+        assert info.value.code == code, name
