@@ -11,7 +11,7 @@ from contextlib import redirect_stdout
 from typing import TYPE_CHECKING
 
 from . import queries
-from .errors import SchemaError
+from .errors import PymemError, SchemaError, ServerError
 from .resources import migrations_dir, render_sql
 
 
@@ -58,11 +58,78 @@ def sqlalchemy_url(dsn: str) -> str:
     raise SchemaError("PYMEM_DSN must be a postgresql:// URL for migrations")
 
 
+#: The oldest PostgreSQL the schema runs on (it uses 16's features), and the oldest pgvector
+#: (iterative index scans, pymem.search, need 0.8.3).
+MIN_POSTGRES = 16
+MIN_PGVECTOR = (0, 8, 3)
+
+
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    """"0.8.5" -> (0, 8, 5); a suffix such as "1.0.0-rc1" keeps its digits (1, 0, 0)."""
+    parts = []
+    for piece in (text or "").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def preflight_problems(facts: dict) -> list[str]:
+    """What stops a migration on a server, from the facts `upgrade_preflight` reads: too old a
+    PostgreSQL, pgvector absent or too old, a login that may not create or change the schema."""
+    problems = []
+    version = facts["server_version_num"]
+    if version < MIN_POSTGRES * 10000:
+        problems.append(f"PostgreSQL {facts['server_version']} is too old: pymem needs PostgreSQL {MIN_POSTGRES} "
+                        "or later")
+    vector = facts["vector_installed"] or facts["vector_available"]
+    need = ".".join(map(str, MIN_PGVECTOR))
+    if vector is None:
+        problems.append(f"pgvector is not installed on the server: pymem needs pgvector {need} or later "
+                        "(the `vector` extension)")
+    elif version_tuple(vector) < MIN_PGVECTOR:
+        problems.append(f"pgvector {vector} is too old: pymem needs {need} or later")
+    login = facts["login"]
+    if not facts["superuser"]:
+        if facts["schema_owner"] is not None and not facts["owns_schema"]:
+            problems.append(f"the login {login!r} may not migrate: it does not own the pymem schema (owner "
+                            f"{facts['schema_owner']!r}); run `pymem db upgrade` with PYMEM_ADMIN_DSN set to the "
+                            "owner's login, not the app login")
+        elif facts["schema_owner"] is None and not facts["can_create"]:
+            problems.append(f"the login {login!r} may not create the pymem schema in this database; run "
+                            "`pymem db upgrade` with PYMEM_ADMIN_DSN set to an owner login")
+    return problems
+
+
+def preflight(dsn: str) -> None:
+    """Refuse, in one line (ServerError), a server or a login a migration would fail on."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    try:
+        with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
+            facts = conn.execute(queries.query("upgrade_preflight")).fetchone()
+    except psycopg.OperationalError as exc:
+        raise ServerError(f"cannot connect to the database: {str(exc).strip().splitlines()[0]}") from None
+    problems = preflight_problems(facts)
+    if problems:
+        raise ServerError("; ".join(problems))
+
+
 def upgrade(dsn: str, *, embedding_dim: int, revision: str = "head") -> None:
-    """Migrate the database at `dsn` to `revision`; a no-op when it is already there."""
+    """Migrate the database at `dsn` to `revision`; a no-op when it is already there. A server or
+    login it cannot migrate is refused first (preflight), and a failure of the migration itself
+    is one line (ServerError), never a driver's traceback."""
     from alembic import command
 
-    command.upgrade(_config(embedding_dim, url=sqlalchemy_url(dsn)), revision)
+    preflight(dsn)
+    try:
+        command.upgrade(_config(embedding_dim, url=sqlalchemy_url(dsn)), revision)
+    except PymemError:
+        raise
+    except Exception as exc:
+        cause = getattr(exc, "orig", None) or exc
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        raise ServerError(f"the migration failed ({type(cause).__name__}): {first}") from exc
 
 
 def upgrade_sql(*, embedding_dim: int, revision: str = "head") -> str:
@@ -104,4 +171,5 @@ def check_current(conn) -> None:
         )
 
 
-__all__ = ["apply_sql", "upgrade", "upgrade_sql", "head_revision", "current_revision", "check_current"]
+__all__ = ["apply_sql", "upgrade", "upgrade_sql", "head_revision", "current_revision", "check_current", "preflight",
+           "preflight_problems", "MIN_POSTGRES", "MIN_PGVECTOR", "version_tuple"]

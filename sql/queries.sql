@@ -51,6 +51,19 @@ select set_config('lock_timeout', %s, true)
 -- schema and server facts
 -- ============================================================================================
 
+-- name: upgrade_preflight --
+-- What decides whether this login can migrate this server: versions, pgvector, who owns the pymem schema
+select current_setting('server_version') as server_version,
+       current_setting('server_version_num')::int as server_version_num,
+       (select extversion from pg_extension where extname = 'vector') as vector_installed,
+       (select default_version from pg_available_extensions where name = 'vector') as vector_available,
+       current_user as login,
+       (select rolsuper from pg_roles where rolname = current_user) as superuser,
+       (select nspowner::regrole::text from pg_namespace where nspname = 'pymem') as schema_owner,
+       coalesce((select pg_has_role(current_user, nspowner, 'USAGE') from pg_namespace where nspname = 'pymem'),
+                false) as owns_schema,
+       has_database_privilege(current_database(), 'CREATE') as can_create
+
 -- name: store_embedding_dim --
 -- The dimension memories.embedding was created with
 select embedding_dim from pymem.store_info

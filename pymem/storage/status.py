@@ -17,17 +17,9 @@ from .search import INCLUDE_KEYS
 
 __all__ = ["DatabaseStatus", "database_status", "health", "describe_store", "MIN_PGVECTOR", "pgvector_supported"]
 
-#: Iterative index scans (pymem.search) need pgvector 0.8.3 or later.
-MIN_PGVECTOR = (0, 8, 3)
-
-
-def _version_tuple(text: str | None) -> tuple[int, ...]:
-    """"0.8.5" -> (0, 8, 5); a suffix such as "1.0.0-rc1" keeps its digits (1, 0, 0)."""
-    parts = []
-    for piece in (text or "").split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
+#: Iterative index scans (pymem.search) need pgvector 0.8.3 or later (pymem.migrate's minimum).
+MIN_PGVECTOR = migrate.MIN_PGVECTOR
+_version_tuple = migrate.version_tuple
 
 
 def pgvector_supported(version: str | None) -> bool:
