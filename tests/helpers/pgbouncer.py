@@ -68,6 +68,8 @@ max_client_conn = 1000
 max_db_connections = {pool_size * 2}
 server_reset_query =
 ignore_startup_parameters = extra_float_digits
+log_connections = 0
+log_disconnections = 0
 logfile = {home / 'pgbouncer.log'}
 pidfile = {home / 'pgbouncer.pid'}
 """)
@@ -77,7 +79,9 @@ pidfile = {home / 'pgbouncer.pid'}
         for path in [home, *home.iterdir()]:
             shutil.chown(path, user=owner)
         command[1:1] = ["-u", owner]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # its output goes to a file: a pipe nobody reads fills up and PgBouncer blocks writing its log
+    output = open(home / "pgbouncer.out", "wb")
+    process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -87,7 +91,7 @@ pidfile = {home / 'pgbouncer.pid'}
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     log = (home / "pgbouncer.log").read_text() if (home / "pgbouncer.log").exists() else ""
-                    out = process.stdout.read().decode(errors="replace") if process.stdout else ""
+                    out = (home / "pgbouncer.out").read_text(errors="replace")
                     raise RuntimeError(f"pgbouncer did not start: {out}{log}")
                 time.sleep(0.05)
         yield "127.0.0.1", port
@@ -98,6 +102,9 @@ pidfile = {home / 'pgbouncer.pid'}
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
+        output.close()
+        if os.environ.get("PYMEM_TEST_KEEP_PGBOUNCER_LOG"):
+            shutil.copy(home / "pgbouncer.log", os.environ["PYMEM_TEST_KEEP_PGBOUNCER_LOG"])
         shutil.rmtree(home, ignore_errors=True)
 
 
