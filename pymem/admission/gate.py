@@ -3,7 +3,7 @@
 `admit(memories, record, provenance)` judges the record under the admission policy in force
 (pymem.admission.judge), and then either
 
-* refuses it: the refusal is first chained into the tenant's ledger and COMMITTED, on a pooled
+* refuses it: the refusal is first chained into the tenant's ledger and COMMITTED, on a
   connection and in a transaction of its own (pymem.admission.refusals), and only then is
   `MemoryAdmissionError(reason, signature=..., audit_seq=...)` raised. A caller that swallows the
   exception, or rolls back its own transaction (even one it passed in as `conn=`), cannot erase
