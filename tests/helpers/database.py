@@ -41,8 +41,9 @@ class TestDatabase:
     direct_app_dsn: str | None = None  # app_dsn without the pooler (what needs a session: LISTEN)
 
     def settings(self, **overrides) -> Settings:
-        values = dict(dsn=self.app_dsn, admin_dsn=self.admin_dsn, embedding_dim=DIM, pooler=self.pooler,
-                      direct_dsn=self.direct_app_dsn)
+        values = dict(dsn=self.app_dsn, admin_dsn=self.admin_dsn, embedding_dim=DIM)
+        if self.pooler is not None:
+            values.update(pooler=self.pooler, direct_dsn=self.direct_app_dsn)
         values.update(overrides)
         return Settings(**values)
 
