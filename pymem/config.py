@@ -12,6 +12,9 @@ from .vocabulary import MAX_CONTENT_BYTES
 
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_MAX_CONTENT_BYTES = 65536
+#: How long a lesson or convention filing waits for another filing of the same kind in its tenant
+#: before giving up with LockTimeout (milliseconds).
+DEFAULT_FILING_LOCK_TIMEOUT_MS = 5000
 
 
 def default_home() -> Path:
@@ -54,6 +57,8 @@ class Settings:
     embedding_dim: PYMEM_EMBEDDING_DIM, used when the schema is first created.
     signing_key: PYMEM_SIGNING_KEY, the installation's Ed25519 private key (PEM) that signs
                  ledger checkpoints; default `home/keys/signing-ed25519.pem`, created on first use.
+    filing_lock_timeout_ms: PYMEM_FILING_LOCK_TIMEOUT_MS, how long a lesson or convention filing
+                 waits for another filing of its kind in its tenant (then LockTimeout); 1 to 600000.
     """
 
     dsn: str | None = None
@@ -62,6 +67,7 @@ class Settings:
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     signing_key: Path | None = None
+    filing_lock_timeout_ms: int = DEFAULT_FILING_LOCK_TIMEOUT_MS
 
     @property
     def signing_key_path(self) -> Path:
@@ -84,4 +90,5 @@ class Settings:
             embedding_dim=_int(env, "PYMEM_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM, 1, 16000),
             max_content_bytes=_int(env, "PYMEM_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES, 1, MAX_CONTENT_BYTES),
             signing_key=Path(key).expanduser() if key else None,
+            filing_lock_timeout_ms=_int(env, "PYMEM_FILING_LOCK_TIMEOUT_MS", DEFAULT_FILING_LOCK_TIMEOUT_MS, 1, 600_000),
         )
