@@ -3134,5 +3134,7 @@ grant insert (tenant_id, receipt_id, status, reason, head_commit) on pymem.conve
 grant select on pymem.signing_keys to pymem_auditor;
 -- (the signing key is registered by the administrative connection only: no grant)
 grant execute on function pymem.lock_for_filing(text, integer) to pymem_app;
-grant execute on function pymem.lesson_half_life(text), pymem.lesson_confidence(real, text, interval),
-  pymem.fact_channel(text) to pymem_app, pymem_auditor;
+grant execute on function pymem.lesson_half_life(text), pymem.lesson_confidence(real, text, interval)
+  to pymem_app, pymem_auditor;
+-- a definer that names the context tenant's own channel: the app's, not the auditor's
+grant execute on function pymem.fact_channel(text) to pymem_app;

@@ -89,7 +89,7 @@ def register_key_command(public_key: str | None) -> None:
     registered already; refuses another one (replacing it is an administrator's act on
     pymem.signing_keys).
 
-    Example: PYMEM_SIGNING_KEY=/etc/pymem/signing.pem pymem db register-key
+    Example: pymem db register-key --public-key 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29
     """
     settings = Settings.from_env()
     key = public_key if public_key is not None else load_or_create_key(settings.signing_key_path).public_hex

@@ -374,6 +374,7 @@ comment on function pymem._memories_fact_notify() is 'Wakes the followers of a t
 reset role;
 
 revoke execute on function pymem.register_signing_key(text) from pymem_app;
+revoke execute on function pymem.fact_channel(text) from pymem_auditor;
 revoke all on pymem.filing_locks, pymem.installation_secrets from public;
 revoke all on function pymem.lock_for_filing(text, integer), pymem._memories_operator_origin(),
   pymem._fact_channel(text) from public;
