@@ -18,6 +18,8 @@ from .admission.trust import AdapterTrustPolicy
 from .config import Settings
 from .conventions import (ActiveConventions, Convention, ConventionCheck, FiledCorrection, active_conventions,
                           check_conventions, file_review_correction, retire_convention)
+from .conventions.signing_key import register_signing_key, registered_signing_key
+from .integrity.signing import load_or_create_key
 from .context import Context, parse_scope_pairs
 from .delivery.deliver import Delivery, deliver
 from .delivery.envelope import DeliveredItem, DeliveredLesson, DigestEntry
@@ -102,7 +104,8 @@ __all__ = [
     "LessonsForTask", "LessonCache", "excluded_roles", "deliver_with_lessons",
     # convention receipts: signed, commit-pinned review rules
     "file_review_correction", "active_conventions", "retire_convention", "check_conventions", "Convention",
-    "FiledCorrection", "ActiveConventions", "ConventionCheck",
+    "FiledCorrection", "ActiveConventions", "ConventionCheck", "register_signing_key", "registered_signing_key",
+    "load_or_create_key",
     # facts shared between the tasks of a run
     "publish", "subscribe", "follow", "Fact", "FactStream",
     # who may act where

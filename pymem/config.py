@@ -14,6 +14,9 @@ DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_MAX_CONTENT_BYTES = 65536
 #: PYMEM_POOLER values: unset (a direct connection, or a session-mode pooler) or "transaction".
 POOLERS = (None, "transaction")
+#: How long a lesson or convention filing waits for another filing of the same kind in its tenant
+#: before giving up with LockTimeout (milliseconds).
+DEFAULT_FILING_LOCK_TIMEOUT_MS = 5000
 
 
 def default_home() -> Path:
@@ -60,6 +63,8 @@ class Settings:
             (PgBouncer, RDS Proxy, Supavisor): no server-side prepared statements, no session state.
     direct_dsn: PYMEM_DIRECT_DSN, a direct connection (no pooler) for what needs a session of its
                 own: following facts (LISTEN). Unset: `dsn`, refused by `follow` behind a pooler.
+    filing_lock_timeout_ms: PYMEM_FILING_LOCK_TIMEOUT_MS, how long a lesson or convention filing
+                 waits for another filing of its kind in its tenant (then LockTimeout); 1 to 600000.
     """
 
     dsn: str | None = None
@@ -68,6 +73,7 @@ class Settings:
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     signing_key: Path | None = None
+    filing_lock_timeout_ms: int = DEFAULT_FILING_LOCK_TIMEOUT_MS
     pooler: str | None = None
     direct_dsn: str | None = None
 
@@ -104,4 +110,5 @@ class Settings:
             signing_key=Path(key).expanduser() if key else None,
             pooler=env.get("PYMEM_POOLER", "").strip().lower() or None,
             direct_dsn=env.get("PYMEM_DIRECT_DSN", "").strip() or None,
+            filing_lock_timeout_ms=_int(env, "PYMEM_FILING_LOCK_TIMEOUT_MS", DEFAULT_FILING_LOCK_TIMEOUT_MS, 1, 600_000),
         )

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 __all__ = [
-    "Origin", "ORIGINS", "INJECTED", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
+    "Origin", "ORIGINS", "INJECTED", "OPERATOR_ORIGIN", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
     "MAX_NAME", "MAX_ID", "MAX_IDEMPOTENCY_KEY", "MAX_CONTENT_BYTES", "MAX_RECORD_BYTES",
     "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
     "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text",
@@ -47,6 +47,8 @@ class Origin(StrEnum):
 ORIGINS: tuple[str, ...] = tuple(o.value for o in Origin)
 #: The one origin that must carry an injection source (and the only one that may).
 INJECTED = Origin.INJECTED_CONTEXT.value
+#: The origin only an untagged operator context may write (the database enforces it).
+OPERATOR_ORIGIN = Origin.OPERATOR.value
 
 #: Every event the ledger records: the chain trigger's memory events, the gate's refusals, the
 #: sessions' lifecycle, hot memories marked and cleared, what a delivery injected into a turn, the

@@ -574,8 +574,8 @@ select id, kind, content, tags, origin, provenance, source_adapter, confidence, 
 -- ============================================================================================
 
 -- name: lock_for_filing --
--- Serialize filings under one key (%s, text) until the transaction ends, so a duplicate or contradiction check and the write it decides on cannot race
-select pg_advisory_xact_lock(hashtextextended(%s, 0))
+-- Serialize the context tenant's filings of one kind (%s name, %s timeout in ms) until the transaction ends, so a duplicate or contradiction check and the write it decides on cannot race; a row only the tenant's context can lock, never an advisory key
+select pymem.lock_for_filing(%s, %s)
 
 -- name: lesson_duplicate_candidates --
 -- Lessons a new one could be merged into: same tenant, type and scope, written by the same adapter, a tag in common (tenant, type, scope, adapter, tags)
@@ -623,7 +623,7 @@ select l.id, l.record, l.content, 'lesson'::text as kind, l.tags, l.scope, l.ori
 -- ============================================================================================
 
 -- name: register_signing_key --
--- Register the installation's public key (%s, hex) if none is; refused if another one is
+-- Register the installation's public key (%s, hex) if none is; refused if another one is (the administrative connection only)
 select pymem.register_signing_key(%s)
 
 -- name: conventions_in_force --
@@ -686,8 +686,23 @@ select id, record, content, source_adapter, content_hash, created_at
  order by created_at, id
 
 -- name: fact_channel --
--- The channel a tenant's (%s) new shared facts are announced on
+-- The channel the context tenant's (%s) new shared facts are announced on (refused for any other tenant)
 select pymem.fact_channel(%s)
+
+-- name: fact_cursor --
+-- Where the context tenant's (%s) chain ends now: a follower reads what comes after it
+select coalesce((select seq from pymem.chain_heads where tenant_id = %s), 0) as seq
+
+-- name: facts_between --
+-- The context's shared facts with a tag, of a run or tenant-wide, whose insert is chained after one seq and up to another, in chain order (tenant, after, up to, tag, scope, run or NULL)
+select m.id, m.record, m.content, m.source_adapter, m.content_hash, m.created_at
+  from pymem.ledger l
+  join pymem.memories m on m.tenant_id = l.tenant_id and m.id = l.memory_id
+ where l.tenant_id = %s and l.seq > %s and l.seq <= %s and l.event = 'memory.insert'
+   and m.kind = 'shared_fact' and m.erased_at is null and %s::text = any (m.tags)
+   and m.record ->> 'reach' = %s::text
+   and (m.record ->> 'reach' = 'tenant' or m.record ->> 'run_id' = %s::text)
+ order by l.seq
 
 -- name: listen --
 -- Listen on a channel (a follower's own connection, never a pooled one)

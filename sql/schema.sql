@@ -752,6 +752,34 @@ comment on column pymem.convention_endings.source_adapter is 'Adapter of the con
 comment on column pymem.convention_endings.ended_at is 'When it ended (the database''s time)';
 comment on constraint convention_endings_expiry_names_commit on pymem.convention_endings is 'An expiry names the commit it was found at; a retirement names none';
 
+-- Filing locks and installation secrets (migration 0009).
+
+-- Filings of one kind in one tenant serialise on one row of this table, locked FOR UPDATE until
+-- the filing's transaction ends. Advisory locks were computable and holdable by any login; a row
+-- here can be locked only through pymem.lock_for_filing (logins hold no privilege on the table),
+-- and only for the context's own tenant (row-level security applies to the owner too).
+create table pymem.filing_locks (
+  tenant_id text not null check (tenant_id <> '' and length(tenant_id) <= 200),
+  name text not null check (name ~ '^[a-z][a-z0-9_]{0,39}(:[a-z0-9_]{1,40})?$'),
+  primary key (tenant_id, name)
+);
+comment on table pymem.filing_locks is 'One row per (tenant, kind of filing), locked FOR UPDATE by each filing of that kind; only the tenant''s own context can lock it (an advisory-lock key is computable and holdable by any login)';
+comment on column pymem.filing_locks.tenant_id is 'The tenant whose filings the row serialises (RLS: only its context can lock it)';
+comment on column pymem.filing_locks.name is 'What is filed: lessons:<type> or conventions';
+
+-- Secrets of the installation that no login may read; only the owner's definer functions do.
+create table pymem.installation_secrets (
+  name text primary key check (name ~ '^[a-z][a-z0-9_]{0,39}$'),
+  secret bytea not null check (length(secret) >= 16),
+  created_at timestamptz not null default now()
+);
+comment on table pymem.installation_secrets is 'Per-installation secrets (the fact channels'' key); no role has any privilege on it, only the owner''s definer functions read it';
+comment on column pymem.installation_secrets.name is 'What the secret keys: fact_channels';
+comment on column pymem.installation_secrets.secret is 'Random bytes from gen_random_uuid (a strong random source), made once when the schema is created';
+comment on column pymem.installation_secrets.created_at is 'When it was made';
+insert into pymem.installation_secrets (name, secret)
+  values ('fact_channels', decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex'));
+
 -- ============================================================================================
 -- 5. row-level security
 -- ============================================================================================
@@ -919,6 +947,15 @@ comment on policy convention_endings_insert on pymem.convention_endings is 'Ends
 create policy convention_endings_owner_verify on pymem.convention_endings for select to pymem_owner using (true);
 comment on policy convention_endings_owner_verify on pymem.convention_endings is 'Lets the chain triggers and an administrative verification read every tenant''s endings';
 
+-- Filing locks (migration 0009).
+
+alter table pymem.filing_locks enable row level security;
+alter table pymem.filing_locks force row level security;
+create policy filing_locks_owner on pymem.filing_locks for all to pymem_owner
+  using (tenant_id = (select pymem._ctx_tenant()))
+  with check (tenant_id = (select pymem._ctx_tenant()));
+comment on policy filing_locks_owner on pymem.filing_locks is 'Only pymem.lock_for_filing (owner) creates and locks rows, and only the context tenant''s';
+
 -- ============================================================================================
 -- 6. triggers: revision, content hash, hash chain, append-only
 -- ============================================================================================
@@ -1025,33 +1062,73 @@ begin
     -- The database's time, whatever the statement said: a caller's claim of when something
     -- became true belongs in valid_from.
     new.created_at := now();
+    if new.erased_at is not null then
+      raise exception 'pymem: a memory cannot be inserted already erased' using errcode = '22023';
+    end if;
   else
+    -- An erased row stays as its erasure left it: never un-erased, never rewritten (its
+    -- content_hash is the erased content's, which nothing re-checks).
+    if old.erased_at is not null then
+      raise exception 'pymem: an erased memory cannot be changed (nor un-erased)' using errcode = '22023';
+    end if;
     -- The revision moves on every update, whatever the statement said.
     new.revision := old.revision + 1;
     new.created_at := old.created_at;
   end if;
   new.updated_at := now();
-  if new.erased_at is not null and (tg_op = 'INSERT' or old.erased_at is null) then
-    -- Erasure keeps the hash of what was erased so the chain stays verifiable.
-    if tg_op = 'UPDATE' then
-      new.content_hash := old.content_hash;
-    else
-      raise exception 'pymem: a memory cannot be inserted already erased' using errcode = '22023';
+  if new.erased_at is not null then
+    -- An erasure, however it was asked for (pymem.erase_memory or an UPDATE of erased_at): the
+    -- content, record and embedding go, at the database's time, and nothing else changes with
+    -- them; the hash of what was erased stays so the chain still verifies.
+    if row(new.scope, new.kind, new.tags, new.importance, new.confidence, new.origin, new.provenance,
+           new.injection_source, new.policy_fingerprint, new.valid_from, new.invalidated_at, new.superseded_by)
+       is distinct from
+       row(old.scope, old.kind, old.tags, old.importance, old.confidence, old.origin, old.provenance,
+           old.injection_source, old.policy_fingerprint, old.valid_from, old.invalidated_at, old.superseded_by) then
+      raise exception 'pymem: an erasure clears content, record and embedding and changes nothing else' using errcode = '22023';
     end if;
-  elsif new.erased_at is not null then
-    raise exception 'pymem: an erased memory cannot be changed' using errcode = '22023';
+    new.content := null;
+    new.record := null;
+    new.embedding := null;
+    new.erased_at := now();
+    new.content_hash := old.content_hash;
   else
     new.content_hash := pymem._content_hash_v2(new);
   end if;
   return new;
 end
 $$;
-comment on function pymem._memories_before_write() is 'Sets revision (1, then +1), created_at/updated_at and content_hash; callers cannot forge them';
+comment on function pymem._memories_before_write() is 'Sets revision (1, then +1), created_at/updated_at and content_hash; completes an erasure and freezes an erased row; callers cannot forge them';
 
 create trigger memories_before_write
   before insert or update on pymem.memories
   for each row execute function pymem._memories_before_write();
 comment on trigger memories_before_write on pymem.memories is 'Revision bump and content hash on every write';
+
+create function pymem._memories_operator_origin() returns trigger
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+-- Origin operator ranks a memory highest (tier operator): it is who the database says wrote the
+-- row, never the writer's claim. Row-level security makes a row's source_adapter the writing
+-- context's adapter (a bound login always has its adapter), so a tagged row, or a write by a
+-- tagged context, cannot carry it, in its column or in its provenance.
+begin
+  if new.source_adapter is not null or pymem._ctx_adapter() is not null then
+    raise exception 'pymem: origin operator is only for the operator''s own (untagged) writes; a context acting as adapter % cannot claim it',
+                    coalesce(pymem._ctx_adapter(), new.source_adapter)
+      using errcode = '42501';
+  end if;
+  return new;
+end
+$$;
+comment on function pymem._memories_operator_origin() is 'Refuses origin operator (column or provenance) on a tagged row or from a tagged context';
+
+create trigger memories_operator_origin
+  before insert or update on pymem.memories
+  for each row when (new.origin = 'operator' or (new.provenance ->> 'origin') = 'operator')
+  execute function pymem._memories_operator_origin();
+comment on trigger memories_operator_origin on pymem.memories is 'Origin operator only on untagged rows written by an operator context';
 
 create function pymem._event_bytes_v1(l pymem.ledger) returns bytea
 language plpgsql immutable parallel safe
@@ -1734,29 +1811,46 @@ comment on trigger convention_endings_no_truncate on pymem.convention_endings is
 alter table pymem.convention_endings enable always trigger convention_endings_no_update_delete;
 alter table pymem.convention_endings enable always trigger convention_endings_no_truncate;
 
-create function pymem.fact_channel(p_tenant text) returns text
-language sql immutable parallel safe
+create function pymem._fact_channel(p_tenant text) returns text
+language sql stable security definer parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
-  -- A digest, not the tenant's name: any login may LISTEN on any channel, and a channel name is
-  -- an identifier (at most 63 bytes).
-  select 'pymem_facts_' || left(encode(sha256(convert_to(p_tenant, 'UTF8')), 'hex'), 32)
+  -- A keyed digest: without the secret nobody can tell which channel belongs to which tenant,
+  -- and a channel name is an identifier (at most 63 bytes). Truncated, so no length extension.
+  select 'pymem_facts_' || left(encode(sha256(s.secret || '\x00'::bytea || convert_to(p_tenant, 'UTF8')), 'hex'), 32)
+    from pymem.installation_secrets s where s.name = 'fact_channels'
 $$;
-comment on function pymem.fact_channel(text) is 'The NOTIFY channel a tenant''s shared facts are announced on (derived from a digest of the tenant)';
+comment on function pymem._fact_channel(text) is 'A tenant''s fact channel: a digest keyed by the installation secret (no role may call it; see pymem.fact_channel)';
+
+create function pymem.fact_channel(p_tenant text) returns text
+language plpgsql stable security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- Any login may LISTEN on (or NOTIFY) any channel it can name: a context is told only its own
+-- tenant's channel, so a login can name no other tenant's.
+begin
+  if p_tenant is null or p_tenant is distinct from pymem._ctx_tenant() then
+    raise exception 'pymem: a fact channel is named only to a context of its own tenant' using errcode = '42501';
+  end if;
+  return pymem._fact_channel(p_tenant);
+end
+$$;
+comment on function pymem.fact_channel(text) is 'The NOTIFY channel the context tenant''s shared facts are announced on (keyed by the installation secret); refused for any other tenant';
 
 create function pymem._memories_fact_notify() returns trigger
-language plpgsql
+language plpgsql security definer
 set search_path = pg_catalog, pg_temp
 as $$
--- The payload is the fact's id and nothing else: a listener learns what to read, and reads it
--- under its own context, so tenant, scope and the read allow-list still decide what it gets.
--- Postgres delivers it only if the transaction commits.
+-- The notification carries nothing (no id, no tenant): it only wakes a follower, which reads what
+-- is new in its tenant's chain under its own context, so a NOTIFY sent by anyone else, replayed
+-- or forged, delivers nothing old or foreign. Postgres delivers it only if the transaction
+-- commits, once per transaction. Definer, to name the channel (pymem._fact_channel).
 begin
-  perform pg_notify(pymem.fact_channel(new.tenant_id), new.id);
+  perform pg_notify(pymem._fact_channel(new.tenant_id), '');
   return null;
 end
 $$;
-comment on function pymem._memories_fact_notify() is 'Announces a new shared fact by id on its tenant''s channel (never its content)';
+comment on function pymem._memories_fact_notify() is 'Wakes the followers of a tenant''s shared facts (an empty notification on its keyed channel)';
 
 create trigger memories_fact_notify
   after insert on pymem.memories
@@ -2588,9 +2682,13 @@ as $$
 -- every memory (the hot ones and the lessons named again), the other sessions its digest listed,
 -- and the sha256 of the delivered text. Never the text: the ids lead to the rows, the hash proves
 -- which text. The app role may call it; it checks that everything named exists and is visible in
--- the caller's context, so a record cannot name what the caller could not have delivered.
+-- the caller's context (tenant, scope and read allow-list: the definer reads past row-level
+-- security, so it applies the read policy itself), so a record cannot name what the caller could
+-- not have delivered.
 declare
   v_tenant text := pymem._ctx_tenant();
+  v_scope jsonb := pymem._ctx_scope();
+  v_read text[] := pymem._ctx_read_adapters();
   v_incognito boolean;
   v_missing text;
   v_entry pymem.ledger;
@@ -2621,7 +2719,8 @@ begin
   select x into v_missing from unnest(p_memory_ids) x
    where not exists (select from pymem.memories m
                       where m.tenant_id = v_tenant and m.id = x and m.erased_at is null
-                        and m.scope @> pymem._ctx_scope())
+                        and m.scope @> v_scope
+                        and (v_read is null or m.source_adapter = any (v_read)))
    limit 1;
   if found then
     raise exception 'pymem: memory % is not a live memory of this context', left(v_missing, 100) using errcode = '22023';
@@ -2635,7 +2734,9 @@ begin
   select x into v_missing from unnest(p_digest_sessions) x
    where x = p_session
       or not exists (select from pymem.sessions s
-                      where s.tenant_id = v_tenant and s.id = x and not s.incognito and s.erased_at is null)
+                      where s.tenant_id = v_tenant and s.id = x and not s.incognito and s.erased_at is null
+                        and s.scope @> v_scope
+                        and (v_read is null or s.source_adapter = any (v_read)))
    limit 1;
   if found then
     raise exception 'pymem: session % cannot be listed in this digest', left(v_missing, 100) using errcode = '22023';
@@ -2667,12 +2768,12 @@ begin
                 'counter', p_counter,
                 'policy_fingerprint', p_policy_fingerprint,
                 'tiers_fingerprint', p_tiers_fingerprint,
-                'scope', pymem._ctx_scope(),
+                'scope', v_scope,
                 'source_adapter', pymem._ctx_adapter()))::pymem._pending_event]);
   return v_entry.seq;
 end
 $$;
-comment on function pymem.record_injection(text, integer, text[], text[], text[], text, integer, integer, integer, text, text, text, text[]) is 'Chains a delivery.injected event (ids, the lessons among them, and the sha256 of the delivered text, never the text) for a session''s turn; returns its seq';
+comment on function pymem.record_injection(text, integer, text[], text[], text[], text, integer, integer, integer, text, text, text, text[]) is 'Chains a delivery.injected event (ids the caller can read, the lessons among them, and the sha256 of the delivered text, never the text) for a session''s turn; returns its seq';
 
 create function pymem._check_erasure_reason(p_reason text) returns void
 language plpgsql immutable
@@ -2841,6 +2942,36 @@ comment on view pymem.memory_injections is 'One row per memory per delivered tur
 
 -- Lessons, convention receipts and shared facts (migration 0005).
 
+create function pymem.lock_for_filing(p_name text, p_timeout_ms integer) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+-- The SET clause scopes the set_config below to this call: once the row is locked, the caller's
+-- own lock_timeout is back for the rest of its transaction.
+set lock_timeout = '5s'
+as $$
+-- Locks the context tenant's filing row p_name until the transaction ends, waiting at most
+-- p_timeout_ms for another filing of the same kind (then 55P03, lock_not_available). Definer, so
+-- logins need no privilege on pymem.filing_locks: a row lock needs UPDATE on the table, and a
+-- table privilege would let a login lock the whole table against every tenant.
+declare
+  v_tenant text := pymem._ctx_tenant();
+begin
+  if v_tenant is null then
+    raise exception 'pymem: filing needs a tenant context' using errcode = '22023';
+  end if;
+  if p_name is null or p_name !~ '^[a-z][a-z0-9_]{0,39}(:[a-z0-9_]{1,40})?$' then
+    raise exception 'pymem: a filing lock is named <kind> or <kind>:<type> (lowercase words)' using errcode = '22023';
+  end if;
+  if p_timeout_ms is null or p_timeout_ms < 1 or p_timeout_ms > 600000 then
+    raise exception 'pymem: a filing lock timeout is 1 to 600000 milliseconds' using errcode = '22023';
+  end if;
+  perform set_config('lock_timeout', p_timeout_ms::text || 'ms', true);
+  insert into pymem.filing_locks (tenant_id, name) values (v_tenant, p_name) on conflict do nothing;
+  perform from pymem.filing_locks l where l.tenant_id = v_tenant and l.name = p_name for update;
+end
+$$;
+comment on function pymem.lock_for_filing(text, integer) is 'Locks the context tenant''s filing row (lessons:<type>, conventions) until the transaction ends, waiting at most p_timeout_ms';
+
 create function pymem.lesson_half_life(p_type text) returns interval
 language sql immutable parallel safe
 set search_path = pg_catalog, pg_temp
@@ -2895,16 +3026,23 @@ create view pymem.conventions with (security_invoker = true) as
                       where x.tenant_id = r.tenant_id and x.id = r.id and x.version > r.version);
 comment on view pymem.conventions is 'Each convention receipt at its latest version, with its status: active, retired or expired';
 
--- The installation key is registered once, by whichever filing comes first.
+-- The installation key is registered once, by the administrative connection (pymem db register-key).
 create function pymem.register_signing_key(p_public_key text) returns text
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
 as $$
--- Definer, so logins need no INSERT on pymem.signing_keys: they can register the first key and
--- confirm it, never replace it (replacing it is an administrator's act on the table).
+-- Registers the installation key if none is, confirms it if it is the same, refuses any other.
+-- Only the administrative connection may (the app role has no EXECUTE on it, and a login that is
+-- not a member of pymem_owner is refused should anyone grant it): first come, first served, any
+-- app or agent login could register a key of its own and break every tenant's filing.
+-- Replacing the key is an administrator's act on the table.
 declare
   v_key text;
 begin
+  if not pg_catalog.pg_has_role(session_user, 'pymem_owner', 'MEMBER') then
+    raise exception 'pymem: only the administrative connection registers the signing key (pymem db register-key)'
+      using errcode = '42501';
+  end if;
   if p_public_key is null or p_public_key !~ '^[0-9a-f]{64}$' then
     raise exception 'pymem: a signing key is 64 lowercase hex digits (a raw Ed25519 public key)' using errcode = '22023';
   end if;
@@ -2917,7 +3055,7 @@ begin
   return v_key;
 end
 $$;
-comment on function pymem.register_signing_key(text) is 'Registers the installation''s public key if none is, confirms it if it is the same; refuses any other';
+comment on function pymem.register_signing_key(text) is 'Registers the installation''s public key if none is, confirms it if it is the same, refuses any other; the administrative connection only';
 
 reset role;
 
@@ -2986,7 +3124,7 @@ grant execute on function pymem.search_as_of(vector, integer, timestamptz, jsonb
 grant select on pymem.audit_injections, pymem.memory_injections to pymem_app, pymem_auditor;
 -- lessons, convention receipts and shared facts: lessons and facts are memories (the grants above);
 -- receipts and their endings are inserted by column, never updated or deleted; the installation
--- key is registered through its definer function
+-- key is registered by the administrative connection alone (pymem.register_signing_key)
 grant select on pymem.lessons, pymem.conventions, pymem.convention_receipts, pymem.convention_endings,
   pymem.signing_keys to pymem_app;
 grant insert (tenant_id, id, version, scope, subject, subject_symbol, rule_text, rule_sha256, base_commit, assertion,
@@ -2994,6 +3132,9 @@ grant insert (tenant_id, id, version, scope, subject, subject_symbol, rule_text,
   on pymem.convention_receipts to pymem_app;
 grant insert (tenant_id, receipt_id, status, reason, head_commit) on pymem.convention_endings to pymem_app;
 grant select on pymem.signing_keys to pymem_auditor;
-grant execute on function pymem.register_signing_key(text) to pymem_app;
-grant execute on function pymem.lesson_half_life(text), pymem.lesson_confidence(real, text, interval),
-  pymem.fact_channel(text) to pymem_app, pymem_auditor;
+-- (the signing key is registered by the administrative connection only: no grant)
+grant execute on function pymem.lock_for_filing(text, integer) to pymem_app;
+grant execute on function pymem.lesson_half_life(text), pymem.lesson_confidence(real, text, interval)
+  to pymem_app, pymem_auditor;
+-- a definer that names the context tenant's own channel: the app's, not the auditor's
+grant execute on function pymem.fact_channel(text) to pymem_app;

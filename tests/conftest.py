@@ -22,7 +22,8 @@ import pytest
 
 from pymem import migrate
 from helpers import pgbouncer as bouncer
-from helpers.database import AGENT_LOGIN, APP_LOGIN, AUDITOR_LOGIN, DIM, PASSWORD, TestDatabase, with_user
+from helpers.database import (AGENT_LOGIN, APP_LOGIN, AUDITOR_LOGIN, DIM, PASSWORD, STRANGER_LOGIN, TestDatabase,
+                              with_user)
 
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
@@ -78,6 +79,8 @@ def template_db(server_dsn):
             exists = conn.execute("select 1 from pg_roles where rolname = %s", (login,)).fetchone()
             if not exists:
                 conn.execute(f"create role {login} login password '{PASSWORD}' in role {group}")
+        if not conn.execute("select 1 from pg_roles where rolname = %s", (STRANGER_LOGIN,)).fetchone():
+            conn.execute(f"create role {STRANGER_LOGIN} login password '{PASSWORD}'")  # no pymem role
     yield name
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         conn.execute(f'drop database if exists "{name}" with (force)')

@@ -52,11 +52,12 @@ from psycopg.pq import TransactionStatus
 from .judge import Decision, admitted_record, digest_of_arguments, judge
 from .. import queries
 from ..embedder import Embedder, check_dimension, get_embedder
-from ..errors import IncognitoSession, InvalidArguments, MemoryAdmissionError, UnknownSession
+from ..errors import AccessDenied, IncognitoSession, InvalidArguments, MemoryAdmissionError, UnknownSession
 from .policy import AdmissionPolicy
-from .provenance import Provenance
+from .provenance import Origin, Provenance
 from .refusals import audit_source, record_refusal
 from ..storage.chunks import first_present
+from ..storage.rows import operator_origin_refusal
 from ..storage.sessions import session_row
 from ..storage.validate import check_id
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, VECTOR_KEYS
@@ -75,11 +76,15 @@ NOT_AUDITED = ("not audited: the caller's transaction already holds this tenant'
 
 def bind_provenance(provenance: Provenance | Mapping[str, Any], adapter: str | None) -> Provenance:
     """The provenance with the context's adapter: filled in when absent, refused when it names
-    another adapter (identity comes from the context, never from the caller's claim)."""
+    another adapter (identity comes from the context, never from the caller's claim). Origin
+    operator is refused (AccessDenied) to a context acting as an adapter: it is who the database
+    says wrote the row, which Postgres enforces again on every write."""
     if isinstance(provenance, Mapping):
         provenance = Provenance.from_json(provenance)
     if not isinstance(provenance, Provenance):
         raise InvalidArguments(f"provenance must be a Provenance or a JSON object, not {type(provenance).__name__}")
+    if provenance.origin is Origin.OPERATOR and adapter is not None:
+        raise AccessDenied(operator_origin_refusal(adapter))
     if provenance.adapter is None:
         return dataclasses.replace(provenance, adapter=adapter) if adapter is not None else provenance
     if provenance.adapter != adapter:

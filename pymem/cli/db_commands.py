@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .. import (Settings, admin_connection, bind_login, database_status, list_bindings, parse_scope_pairs,
-               stop_embedded, unbind_login, upgrade_schema, upgrade_sql)
+from .. import (Settings, admin_connection, bind_login, database_status, list_bindings, load_or_create_key,
+               parse_scope_pairs, register_signing_key, stop_embedded, unbind_login, upgrade_schema, upgrade_sql)
 from .common import PymemCommandError, echo_json, handle_errors, json_option
 
 
@@ -74,6 +74,28 @@ def stop() -> None:
         click.echo(f"stopped the embedded Postgres in {settings.home}")
     else:
         click.echo(f"no embedded Postgres is running in {settings.home}")
+
+
+@db.command("register-key")
+@click.option("--public-key", default=None, metavar="HEX",
+              help="Register this public key (64 hex digits) instead of the installation key file's.")
+@handle_errors
+def register_key_command(public_key: str | None) -> None:
+    """Register the installation's signing key, which every convention receipt must be signed with.
+
+    Only the administrative connection (PYMEM_ADMIN_DSN) may: the app and agent logins cannot, so
+    none of them can register a key of its own first. The key is the public half of
+    PYMEM_SIGNING_KEY (created when absent) unless --public-key names one. Confirms a key that is
+    registered already; refuses another one (replacing it is an administrator's act on
+    pymem.signing_keys).
+
+    Example: pymem db register-key --public-key 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29
+    """
+    settings = Settings.from_env()
+    key = public_key if public_key is not None else load_or_create_key(settings.signing_key_path).public_hex
+    with admin_connection(settings) as conn:
+        registered = register_signing_key(conn, key)
+    click.echo(f"signing key registered: {registered}")
 
 
 def _print_binding(b) -> None:

@@ -252,7 +252,7 @@ def recall_command(query: str, top_k: int, as_of: str | None, ctx: Context, as_j
     """
     with open_store() as store:
         result = recall(store.bind(ctx), query, top_k=top_k, embedder=_embedder(store), as_of=as_of)
-    tiers = {k.id: tier_of(k.origin, k.provenance).value for k in result.kept}
+    tiers = {k.id: tier_of(k.origin, k.provenance, source_adapter=k.source_adapter).value for k in result.kept}
     if as_json:
         out = result.to_json()
         for kept in out["kept"]:

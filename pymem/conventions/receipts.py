@@ -7,15 +7,24 @@
    is shown it;
 2. a receipt version binding the rule text's hash, the subject (a path or glob), the optional
    symbol, the base commit and the assertion, signed with the installation's Ed25519 key (the
-   one that signs ledger checkpoints; its public key registered in the database on first use).
+   one that signs ledger checkpoints), whose public key the database must have registered: only
+   the administrative connection registers it (pymem.conventions.signing_key; the first filing
+   does it through the store's administrative connection when it has one, as the embedded
+   server's store does; otherwise `pymem db register-key`).
    The database chains it as convention.filed, or convention.confirmed when the same correction
    (same scope, filer, subject, symbol and rule text) was filed before: then the receipt keeps
    its id and goes up one version, pinned to the newer commit and assertion.
 
 A correction that contradicts a rule in force (pymem.conventions.rules) is refused with
 ConventionConflict naming both receipt ids, and nothing is filed. Concurrent filers serialize on
-a transaction-scoped advisory lock per tenant, so two contradicting corrections cannot both get
-in. Rules end by appended rows and events, never by deletes: `retire_convention` by hand
+the tenant's conventions filing row (pymem.lock_for_filing: a row only the tenant's own context
+can lock, with a timeout that ends in LockTimeout), so two contradicting corrections cannot both
+get in.
+
+A rule is in force only while its latest receipt version's signature verifies against the key
+registered in the database (checked here, on every read: Postgres has no Ed25519). A receipt a
+login inserted around this module, unsigned or signed with a key of its own, is never listed as
+active and never blocks a genuine correction; `pymem verify` names it. Rules end by appended rows and events, never by deletes: `retire_convention` by hand
 (convention.retired), `check_conventions` when a rule's symbol no longer resolves at HEAD of a
 git repository (convention.expired). `active_conventions` returns the rules in force and their
 ruleset hash.
@@ -38,12 +47,13 @@ from ..admission.policy import AdmissionPolicy
 from ..embedder import Embedder
 from ..errors import AccessDenied, ConventionConflict, InvalidArguments, NotFound
 from ..integrity.receipts import ReceiptForm, rule_sha256
-from ..integrity.signing import load_or_create_key
+from ..integrity.signing import load_or_create_key, verify_signature
 from ..lessons.filing import (FiledLesson, check_lesson, check_lesson_tags, lock_for_filing, screen_lesson,
                               write_lesson)
 from ..storage.validate import check_id
 from ..vocabulary import MAX_REFUSAL_REASON, is_plain_text
 from .repository import head_commit, symbol_resolves
+from .signing_key import ensure_registered
 from .rules import (check_assertion, check_commit, check_rule_text, check_subject, check_symbol, contradicts, demand,
                     ruleset_hash)
 
@@ -151,10 +161,27 @@ class ConventionCheck:
                 "expired": [r.to_json() for r in self.expired], "not_ended": [r.to_json() for r in self.not_ended]}
 
 
+def _signed(rule: Convention, registered: str | None) -> bool:
+    """Whether the receipt version is what the registered installation key signed."""
+    if registered is None or rule.public_key != registered or rule.rule_sha256 != rule_sha256(rule.rule_text).hex():
+        return False
+    form = ReceiptForm(tenant=rule.tenant_id, id=rule.id, version=rule.version, scope=rule.scope,
+                       source_adapter=rule.source_adapter, subject=rule.subject, subject_symbol=rule.subject_symbol,
+                       rule_sha256=rule.rule_sha256, base_commit=rule.base_commit, assertion=rule.assertion,
+                       lesson_id=rule.lesson_id, public_key=rule.public_key)
+    signed = form.signed_bytes()
+    return (verify_signature(registered, bytes.fromhex(rule.signature), signed)
+            and form.digest().hex() == rule.receipt_sha256)
+
+
 def _rules_in_force(conn: psycopg.Connection, tenant: str) -> list[Convention]:
+    """The rules in force: active at their latest version, and signed by the registered key."""
     with conn.cursor(row_factory=dict_row) as cur:
+        found = cur.execute(queries.query("registered_signing_key")).fetchone()
         cur.execute(queries.query("conventions_in_force"), (tenant,))
-        return [Convention.from_row(r) for r in cur.fetchall()]
+        rules = [Convention.from_row(r) for r in cur.fetchall()]
+    registered = found["public_key"] if found else None
+    return [r for r in rules if _signed(r, registered)]
 
 
 def _convention(conn: psycopg.Connection, tenant: str, receipt_id: str) -> Convention | None:
@@ -191,8 +218,7 @@ def file_review_correction(memories: "Memories", rule_text: str, subject: str, b
     _, _, _, confidence, source_task = check_lesson(rule_text, lesson_tags, "feedback", confidence, source_task)
     ctx = memories.ctx
     key = load_or_create_key(memories.store.settings.signing_key_path)
-    with memories.store.transaction(ctx, conn) as c:
-        c.execute(queries.query("register_signing_key"), (key.public_hex,))
+    ensure_registered(memories.store, ctx, key.public_hex, conn=conn)
     screened = screen_lesson(
         memories, rule_text, lesson_tags, "feedback", confidence, source_task, origin=origin,
         extra={"convention": {"subject": subject, "subject_symbol": subject_symbol, "base_commit": base_commit,
@@ -200,7 +226,7 @@ def file_review_correction(memories: "Memories", rule_text: str, subject: str, b
         policy=policy, embedder=embedder, conn=conn)
     rule_hash = rule_sha256(rule_text).hex()
     with memories.store.transaction(ctx, conn) as c:
-        lock_for_filing(c, "conventions", ctx.tenant)
+        lock_for_filing(c, "conventions", memories.store.settings.filing_lock_timeout_ms)
         in_force = _rules_in_force(c, ctx.tenant)
         same = next((r for r in in_force if _same_correction(r, ctx.scope, ctx.adapter, subject, subject_symbol,
                                                              rule_hash)), None)
@@ -255,7 +281,7 @@ def retire_convention(memories: "Memories", receipt_id: str, reason: str = RETIR
     reason = _check_reason(reason)
     ctx = memories.ctx
     with memories.store.transaction(ctx, conn) as c:
-        lock_for_filing(c, "conventions", ctx.tenant)
+        lock_for_filing(c, "conventions", memories.store.settings.filing_lock_timeout_ms)
         rule = _convention(c, ctx.tenant, receipt_id)
         if rule is None or rule.status != "active":
             state = "no such receipt" if rule is None else f"it is already {rule.status}"
@@ -277,7 +303,7 @@ def check_conventions(memories: "Memories", repo: Path | str, *,
     expired: list[Convention] = []
     not_ended: list[Convention] = []
     with memories.store.transaction(ctx, conn) as c:
-        lock_for_filing(c, "conventions", ctx.tenant)
+        lock_for_filing(c, "conventions", memories.store.settings.filing_lock_timeout_ms)
         rules = [r for r in _rules_in_force(c, ctx.tenant) if r.subject_symbol is not None]
         for rule in rules:
             if symbol_resolves(repo_path, head, rule.subject, rule.subject_symbol):

@@ -115,7 +115,8 @@ def _hot(memories: "Memories", max_hot: int, policy: AdmissionPolicy, trust: Ada
     kept = []
     for row in rows:
         verdict = judge_hit(row, policy, trust, guard)
-        if isinstance(verdict, RecalledMemory) and tiers.auto(tier_of(verdict.origin, verdict.provenance)):
+        if isinstance(verdict, RecalledMemory) and tiers.auto(
+                tier_of(verdict.origin, verdict.provenance, source_adapter=verdict.source_adapter)):
             kept.append(verdict)
             if len(kept) == max_hot:
                 break
@@ -129,7 +130,7 @@ def _recalled(memories: "Memories", query: str, top_k: int, floor: float, exclud
                     embedder=embedder, conn=conn)
     ranked = []
     for hit in result.kept:
-        tier = tier_of(hit.origin, hit.provenance)
+        tier = tier_of(hit.origin, hit.provenance, source_adapter=hit.source_adapter)
         if hit.id in exclude or hit.score < floor or not tiers.auto(tier):
             continue
         ranked.append((rank_score(hit.score, tiers.weight(tier), hit.created_at, now), hit))
@@ -150,7 +151,9 @@ def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
           score: float | None = None) -> DeliveredItem:
     return DeliveredItem(section=section, id=hit.id, created_at=hit.created_at, session_id=hit.session_id,
                          session_started_at=times.get(hit.session_id) if hit.session_id else None,
-                         origin=hit.origin, tier=tier_of(hit.origin, hit.provenance).value, text=hit.content or "",
+                         origin=hit.origin,
+                         tier=tier_of(hit.origin, hit.provenance, source_adapter=hit.source_adapter).value,
+                         text=hit.content or "",
                          score=score, similarity=float(hit.score) if section == "recalled" else None)
 
 

@@ -57,7 +57,7 @@ class InspectedMemory:
         provenance = row["provenance"] if isinstance(row["provenance"], dict) else None
         session = provenance.get("session_id") if provenance else None
         return cls(id=row["id"], kind=row["kind"], text=row["content"], origin=row["origin"],
-                   tier=tier_of(row["origin"], provenance).value,
+                   tier=tier_of(row["origin"], provenance, source_adapter=row["source_adapter"]).value,
                    session_id=session if isinstance(session, str) else None, hot=HOT_TAG in (row["tags"] or []),
                    source_adapter=row["source_adapter"], confidence=row["confidence"], created_at=row["created_at"],
                    valid_from=row["valid_from"], invalidated_at=row["invalidated_at"],

@@ -55,9 +55,14 @@ _BY_ORIGIN = {Origin.OPERATOR.value: Tier.OPERATOR, Origin.USER_ASSERTED.value: 
               Origin.MODEL_INFERRED.value: Tier.INFERRED}
 
 
-def tier_of(origin: str | None, provenance: Mapping[str, Any] | None = None) -> Tier:
+def tier_of(origin: str | None, provenance: Mapping[str, Any] | None = None, *,
+            source_adapter: str | None = None) -> Tier:
     """The tier of an item from its origin (and, for tool output, whether its provenance cites a
-    source). Unknown or missing origins are external."""
+    source). Unknown or missing origins are external, and so is origin operator on a row an
+    adapter wrote (`source_adapter`): the database refuses such rows since schema revision 0009,
+    and one written before is a claim nobody vouched for."""
+    if origin == Origin.OPERATOR.value and source_adapter is not None:
+        return Tier.EXTERNAL
     if origin in _BY_ORIGIN:
         return _BY_ORIGIN[origin]
     if origin == Origin.TOOL_OUTPUT.value:

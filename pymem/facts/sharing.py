@@ -11,9 +11,12 @@ reach an agent only through `subscribe`.
 row-level security: tenant and scope as for every memory, and the read allow-list of the context
 narrowed by `read_only_from_adapters` (a strict allow-list: untagged rows are excluded when a
 list is given, and an empty list returns nothing). `follow` streams facts as they are published
-(Postgres LISTEN/NOTIFY on a connection of its own, no polling): a notification carries the new
-fact's id only, and the stream reads that id under its own context, so a notification can never
-hand it a fact its context could not read (another tenant's, another scope's, an adapter outside
+(Postgres LISTEN/NOTIFY on a connection of its own, no polling). The tenant's channel is named by
+a digest keyed with an installation secret (pymem.fact_channel, told only to a context of that
+tenant), and a notification carries nothing: it only wakes the stream, which then reads, under
+its own context, the facts whose insert the tenant's chain recorded after the point it had read
+up to. A notification sent by anyone else, forged or replayed, can never hand it an old fact
+again nor one its context could not read (another tenant's, another scope's, an adapter outside
 its allow-list).
 """
 
@@ -125,9 +128,11 @@ def publish(memories: "Memories", tag: str, key: str, value: str, scope: str = "
         memories.add([{"id": fact_id, "kind": FACT_KIND, "content": value, "record": record, "tags": [tag],
                        "origin": ORIGIN, "provenance": provenance}], conn=c)
         # read back for the database's content hash, even when the context's own allow-list
-        # would hide its own adapter's rows
+        # would hide its own adapter's rows; then the context again, allow-list and all, so a
+        # caller's transaction (conn=) goes on exactly as narrow as it was
         with memories.store.transaction(dataclasses.replace(ctx, read_adapters=None), c) as own:
             found = _read(own, ctx.tenant, tag, scope, run_id, [fact_id])
+        db.set_context(c, ctx)
     return found[0]
 
 
@@ -179,19 +184,29 @@ class FactStream:
             dsn = settings.direct_dsn
         self._conn = db.connect(dsn, autocommit=True)
         try:
+            with db.transaction(self._conn, self.ctx) as c:
+                channel = c.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone()[0]
             with db.translate_errors():
-                channel = self._conn.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone()[0]
                 self._conn.execute(queries.template("listen", channel=sql.Identifier(channel)))
-            # read after LISTEN: a fact published in between is read here and announced too
-            self._pending = self._fetch(None) if existing else []
+            # after LISTEN: where the chain ends now (facts after it are announced), then what was
+            # published up to here (a fact of both is read once)
+            with db.transaction(self._conn, self.ctx) as c:
+                self._cursor = int(c.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone()[0])
+                self._pending = _read(c, self.ctx.tenant, self.tag, self.scope, self.run_id, None) if existing else []
         except Exception:
             self._conn.close()
             raise
         self._seen = {f.id for f in self._pending}
 
-    def _fetch(self, ids: list[str] | None) -> list[Fact]:
-        with db.transaction(self._conn, self.ctx) as c:
-            return _read(c, self.ctx.tenant, self.tag, self.scope, self.run_id, ids)
+    def _fetch_new(self) -> list[Fact]:
+        """The facts chained after the cursor, up to where the chain ends now (which becomes the
+        cursor): every later commit is chained after that point, so none is missed or read twice."""
+        with db.transaction(self._conn, self.ctx) as c, c.cursor(row_factory=dict_row) as cur:
+            head = int(cur.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone()["seq"])
+            rows = cur.execute(queries.query("facts_between"),
+                               (self.ctx.tenant, self._cursor, head, self.tag, self.scope, self.run_id)).fetchall()
+        self._cursor = max(self._cursor, head)
+        return [Fact.from_row(r) for r in rows]
 
     def next(self, timeout: float | None = None) -> Fact | None:
         """The next fact (already published ones first), or None after `timeout` seconds without one."""
@@ -203,9 +218,8 @@ class FactStream:
             if not arrived:
                 return None
             self.notifications += len(arrived)
-            ids = list(dict.fromkeys(n.payload for n in arrived if n.payload not in self._seen))
-            found = [f for f in self._fetch(ids) if f.id not in self._seen] if ids else []
-            self.ignored += len(arrived) - len(found)
+            found = [f for f in self._fetch_new() if f.id not in self._seen]
+            self.ignored += max(0, len(arrived) - len(found))
             self._seen.update(f.id for f in found)
             self._pending.extend(found)
         return self._pending.pop(0)

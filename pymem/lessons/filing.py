@@ -15,9 +15,12 @@ merged into (an adapter changes only its own rows; the operator merging into an 
 would re-tag it as the operator's).
 
 Concurrent filers cannot both miss each other's lesson: the check and the write run in one
-transaction that first takes a transaction-scoped advisory lock for (tenant, lesson type), so
-filings of one type in one tenant serialize (Postgres releases the lock at commit, after the
-row is visible) while other types and tenants never wait.
+transaction that first locks the tenant's filing row for the lesson type (pymem.lock_for_filing:
+a row under row-level security that only the tenant's own context can lock, never an advisory
+key any login could compute and hold), so filings of one type in one tenant serialize (Postgres
+releases the lock at commit, after the row is visible) while other types and tenants never
+wait. A filing waits at most `Settings.filing_lock_timeout_ms` (PYMEM_FILING_LOCK_TIMEOUT_MS)
+for another one, then fails with LockTimeout and writes nothing.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..context import Context
 from ..delivery.envelope import STALE_AFTER_DAYS
 from ..embedder import Embedder
 from ..errors import InvalidArguments, RevisionMismatch
-from ..vocabulary import (LESSON_KIND, LESSON_TYPES, MAX_NAME, MAX_TAG, MAX_TAGS, ORIGINS, canonical_json,
+from ..vocabulary import (LESSON_KIND, LESSON_TYPES, MAX_NAME, MAX_TAG, MAX_TAGS, ORIGINS,
                           is_plain_text)
 from .similarity import is_near_duplicate, normalise_tags, tag_similarity, word_similarity
 
@@ -178,9 +181,10 @@ def screen_lesson(memories: "Memories", content: str, tags: list[str], memory_ty
     return screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn)
 
 
-def lock_for_filing(conn: psycopg.Connection, *key: str) -> None:
-    """Serialize, until `conn`'s transaction ends, every filing under the same key."""
-    conn.execute(queries.query("lock_for_filing"), (canonical_json(["pymem", *key]),))
+def lock_for_filing(conn: psycopg.Connection, name: str, timeout_ms: int) -> None:
+    """Serialize, until `conn`'s transaction ends, the context tenant's filings named `name`
+    ("lessons:<type>", "conventions"), waiting at most `timeout_ms` (then LockTimeout)."""
+    conn.execute(queries.query("lock_for_filing"), (name, timeout_ms))
 
 
 def write_lesson(memories: "Memories", conn: psycopg.Connection, screened: Screened) -> FiledLesson:
@@ -190,7 +194,7 @@ def write_lesson(memories: "Memories", conn: psycopg.Connection, screened: Scree
     record = screened.record
     memory_type, tags, content = record["memory_type"], list(record["tags"]), record["content"]
     scope = screened.row["scope"]
-    lock_for_filing(conn, "lessons", ctx.tenant, memory_type)
+    lock_for_filing(conn, f"lessons:{memory_type}", memories.store.settings.filing_lock_timeout_ms)
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(queries.query("lesson_duplicate_candidates"),
                     (ctx.tenant, memory_type, Jsonb(scope), ctx.adapter, tags))

@@ -14,6 +14,7 @@ audience is refused by a service that has none). Nothing else in a request can s
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -98,9 +99,26 @@ def context_from_claims(claims: Mapping[str, Any]) -> Context:
     for name in ("tenant", "actor"):
         if not isinstance(claims.get(name), str) or not claims[name]:
             raise Unauthenticated("token_claims", f"the token has no {name} claim (a non-empty string)")
+    # Each optional claim is absent or of its own type: a falsy value of another type ("", [], 0,
+    # null) must not read as "none", which would widen the token to the whole tenant (scope) or
+    # make it the operator (adapter).
+    if "adapter" in claims and (not isinstance(claims["adapter"], str) or not claims["adapter"]):
+        raise Unauthenticated("token_claims", "the token's adapter claim must be a non-empty string "
+                              "(leave it out for the operator)")
+    if "scope" in claims and not isinstance(claims["scope"], Mapping):
+        raise Unauthenticated("token_claims", "the token's scope claim must be an object of axis -> value "
+                              "(leave it out for the whole tenant)")
+    if "read_adapters" in claims and not isinstance(claims["read_adapters"], list):
+        raise Unauthenticated("token_claims", "the token's read_adapters claim must be a list of adapter names "
+                              "(leave it out for no filter)")
+    for name in ("exp", "nbf", "iat"):
+        value = claims.get(name)
+        if name in claims and (isinstance(value, bool) or not isinstance(value, (int, float))
+                               or not math.isfinite(value)):
+            raise Unauthenticated("token_claims", f"the token's {name} claim must be a number of seconds")
     try:
         return Context(tenant=claims["tenant"], actor=claims["actor"], adapter=claims.get("adapter"),
-                       scope=claims.get("scope") or {}, read_adapters=claims.get("read_adapters"))
+                       scope=claims.get("scope", {}), read_adapters=claims.get("read_adapters"))
     except ContextError as exc:
         raise Unauthenticated("token_claims", f"the token's claims do not make a context: {exc}") from None
 

@@ -25,12 +25,13 @@ from psycopg.types.json import Jsonb
 
 from .. import queries
 from ..context import Context, check_scope
-from ..errors import ContextError, InvalidArguments
-from ..vocabulary import (INJECTED, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MAX_POLICY_FINGERPRINT,
+from ..errors import AccessDenied, ContextError, InvalidArguments
+from ..vocabulary import (INJECTED, OPERATOR_ORIGIN, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MAX_POLICY_FINGERPRINT,
                           MAX_RECORD_BYTES, ORIGINS, canonical_json)
 from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
 
-__all__ = ["MemoryRow", "WRITE_COLUMNS", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows"]
+__all__ = ["MemoryRow", "WRITE_COLUMNS", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows",
+           "operator_origin_refusal"]
 
 #: The columns every write names, in the order of the named INSERT (sql/queries.sql).
 WRITE_COLUMNS: tuple[str, ...] = queries.insert_columns("insert_memories")
@@ -154,12 +155,28 @@ def check_row(*, dim: int, max_content_bytes: int, default_scope: Mapping[str, s
     )
 
 
+def operator_origin_refusal(adapter: str) -> str:
+    """Why a context acting as `adapter` may not write origin operator."""
+    return (f"origin operator is only for the operator's own (untagged) writes; a context acting as adapter "
+            f"{adapter[:100]!r} cannot claim it (use the origin the memory really has)")
+
+
+def _claims_operator(row: MemoryRow) -> bool:
+    provenance = row.provenance if isinstance(row.provenance, Mapping) else {}
+    return row.origin == OPERATOR_ORIGIN or provenance.get("origin") == OPERATOR_ORIGIN
+
+
 def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow], *,
                replace: bool, whole: bool = False) -> dict[str, int]:
     """Write checked rows on `conn` (whose transaction carries `ctx`): insert them, or with
     `replace` upsert them (a chunk replaces what it determines; see sql/queries.sql), or with
     `whole` as well replace every column the row determines (confidence, policy fingerprint,
-    kind, tags... : a writer that owns whole rows). Returns {id: revision} as written."""
+    kind, tags... : a writer that owns whole rows). Returns {id: revision} as written.
+
+    A context acting as an adapter cannot write origin operator (AccessDenied, nothing written):
+    the database refuses it too (pymem._memories_operator_origin)."""
+    if ctx.adapter is not None and any(_claims_operator(r) for r in rows):
+        raise AccessDenied(operator_origin_refusal(ctx.adapter))
     if replace and not whole and len(rows) >= STAGE_FROM and all(_stageable(r) for r in rows):
         return _write_staged(conn, ctx, rows)
     name = ("replace_memories" if whole else "upsert_memories") if replace else "insert_memories"

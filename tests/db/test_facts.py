@@ -132,7 +132,9 @@ def test_a_notification_about_another_tenant_is_never_delivered_as_a_fact(store,
     with follow(acme, "api-schema", run_id="r-1") as stream:
         assert stream.next(0) is None
         with connect(database.app_dsn, autocommit=True) as conn:
-            channel = conn.execute("select pymem.fact_channel('acme')").fetchone()[0]
+            with conn.transaction():
+                conn.execute("select pymem.set_context('acme')")
+                channel = conn.execute("select pymem.fact_channel('acme')").fetchone()[0]
             conn.execute("select pg_notify(%s, %s)", (channel, secret.id))
             conn.execute("select pg_notify(%s, %s)", (channel, "not-even-an-id"))
         genuine = publish(acme, "api-schema", "public", "acme's", run_id="r-1")
@@ -141,7 +143,10 @@ def test_a_notification_about_another_tenant_is_never_delivered_as_a_fact(store,
     assert stream.ignored == 2 and stream.notifications == 3
 
 
-def test_the_channel_names_a_digest_not_the_tenant(database):
+def test_the_channel_names_a_keyed_digest_not_the_tenant(database):
     with connect(database.app_dsn) as conn:
+        conn.execute("select pymem.set_context('acme')")
         channel = conn.execute("select pymem.fact_channel('acme')").fetchone()[0]
-    assert channel == "pymem_facts_" + hashlib.sha256(b"acme").hexdigest()[:32] and "acme" not in channel
+    # keyed by the installation's secret: not the tenant, not a digest anyone could compute
+    assert channel.startswith("pymem_facts_") and "acme" not in channel
+    assert channel != "pymem_facts_" + hashlib.sha256(b"acme").hexdigest()[:32]

@@ -217,9 +217,11 @@ def test_superuser_cannot_update_or_delete_the_ledger(seeded, replica):
 
 # SECURITY DEFINER functions run with the owner's rights: the app may call only these.
 APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "purge_idempotency_keys",
-                       "_login_binding", "record_injection", "erase_memory", "erase_session", "register_signing_key",
+                       "_login_binding", "record_injection", "erase_memory", "erase_session",
                        # scoped exact search (called by the invoker pymem.search): ids the read policy admits
-                       "_search_in_scope"}
+                       "_search_in_scope",
+                       # filing locks (the context tenant's row only) and its own tenant's fact channel
+                       "lock_for_filing", "fact_channel"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):

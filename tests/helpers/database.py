@@ -15,6 +15,7 @@ DIM = 384
 APP_LOGIN = "pymem_test_app"
 AUDITOR_LOGIN = "pymem_test_auditor"
 AGENT_LOGIN = "pymem_test_agent"  # a member of pymem_app that tests bind to an adapter
+STRANGER_LOGIN = "pymem_test_stranger"  # a login with no pymem role at all (only PUBLIC's rights)
 PASSWORD = "pymem-test"
 
 
@@ -60,7 +61,7 @@ class TestDatabase:
 
 
 def login_dsn(database: TestDatabase, login: str) -> str:
-    """A DSN for one of the test logins (APP_LOGIN, AGENT_LOGIN, AUDITOR_LOGIN) to `database`."""
+    """A DSN for one of the test logins (APP_LOGIN, AGENT_LOGIN, AUDITOR_LOGIN, STRANGER_LOGIN) to `database`."""
     return with_user(database.admin_dsn, login, database=database.name, password=PASSWORD)
 
 

@@ -23,8 +23,12 @@ def keyed_store(database, tmp_path: Path, name: str = "signing-ed25519.pem"):
 
 
 def lesson(memories, text: str, tags, memory_type: str = "project", confidence: float | None = 0.8,
-           origin: str = "operator", **kwargs):
-    """File a lesson through the gate with the fixed policy and embedder."""
+           origin: str | None = None, **kwargs):
+    """File a lesson through the gate with the fixed policy and embedder; by default as the
+    operator's (origin operator) from an operator context and as the user's from an agent's (only
+    the operator may write origin operator)."""
+    if origin is None:
+        origin = "operator" if memories.ctx.adapter is None else "user_asserted"
     return file_lesson(memories, text, tags, memory_type, confidence, origin=origin, **GATE, **kwargs)
 
 
