@@ -490,6 +490,14 @@ select tenant_id, id, scope, source_adapter, surface, incognito, topic, summary,
 -- When each of these sessions started (%s tenant, %s ids)
 select id, started_at from pymem.sessions where tenant_id = %s and id = any(%s)
 
+-- name: digest_sessions --
+-- The other sessions a session's digest may list: visible, non-incognito, non-erased, of the same scope or a narrower one, newest first (tenant, the session's scope, its id, limit)
+select tenant_id, id, scope, source_adapter, surface, incognito, topic, summary, started_at, ended_at, erased_at
+  from pymem.sessions
+ where tenant_id = %s and scope @> %s and not incognito and erased_at is null and id <> %s
+ order by started_at desc, id
+ limit %s
+
 -- name: erase_session --
 -- Erase a session's topic and summary with a reason (id, reason); returns the reason event's seq
 select pymem.erase_session(%s, %s)
@@ -502,14 +510,17 @@ select * from pymem.search_as_of(p_query => %s, p_top_k => %s, p_as_of => %s, p_
 -- delivery (pymem/delivery)
 -- ============================================================================================
 
--- name: hot_memories --
--- The context's live hot memories, newest first, shaped like search hits with score 0 (%s tenant, %s limit)
-select id, record - 'embedding' - 'vector' as record, content, kind, tags, scope, origin, provenance, confidence,
-       source_adapter, injection_source, policy_fingerprint, created_at, revision, 0::double precision as score
-  from pymem.memories
- where tenant_id = %s and 'hot' = any (tags) and erased_at is null and invalidated_at is null
- order by created_at desc, id
- limit %s
+-- name: session_hot --
+-- The live hot memories a session receives (its scope's and its ancestors'), newest first, shaped like search hits with score 0 (%s session, %s limit)
+select * from pymem.session_hot(%s, %s)
+
+-- name: session_search --
+-- Cosine search over the memories a session receives, in the transaction's context (session, query, top_k, plan)
+select * from pymem.session_search(p_session => %s, p_query => %s, p_top_k => %s, p_plan => %s)
+
+-- name: session_receives --
+-- Which of these ids are live memories the session receives, in order (%s session, %s ids)
+select pymem.session_receives(%s, %s)
 
 -- name: supersede_memory --
 -- Mark a live memory superseded by another (new id, tenant, old id); the changed row carries the writer's adapter
@@ -600,6 +611,10 @@ select l.id, l.record, l.content, 'lesson'::text as kind, l.tags, l.scope, l.ori
  order by cardinality(array(select unnest(l.tags) intersect select unnest(%s::text[]))) + coalesce(d.decayed, 0) desc,
           l.id
  limit %s
+
+-- name: session_lessons --
+-- The lessons for a task that a session receives (filed in its scope or an ancestor's), shaped as lessons_for_task's rows (session, task tags, limit, time or NULL = now)
+select * from pymem.session_lessons(p_session => %s, p_tags => %s, p_limit => %s, p_at => %s)
 
 -- ============================================================================================
 -- convention receipts (pymem/conventions, pymem/integrity/receipts.py)
