@@ -249,24 +249,31 @@ select h.id, h.record, h.score, h.revision,
 -- numbers as numbers and strings by code point, and any other pair of types never matches.
 
 -- name: langgraph_write_state --
--- The database clock, and the items among these ids (%s tenant, %s ids) with the creation time and ranks they keep
+-- The database clock, and the store's own items among these ids (%s tenant, %s ids) with the creation time and ranks they keep
 select clock_timestamp() as now, m.id, m.record -> 'created_at' as created_at, m.record -> 'rank' as rank,
        m.record -> 'ns_rank' as ns_rank
   from (select 1) one
   left join pymem.memories m on m.tenant_id = %s and m.id = any(%s) and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
 
 -- name: langgraph_namespace_rank --
--- The rank of a namespace that still holds an item (%s tenant, %s the namespace's exact scope), if any
+-- The rank of a namespace that still holds one of the store's own items (%s tenant, %s the namespace's exact scope), if any
 select m.record -> 'ns_rank' from pymem.memories m
  where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
+   and jsonb_typeof(m.record -> 'ns_rank') = 'number'
  limit 1
 
 -- name: langgraph_items --
--- Items under a namespace scope that match a filter: by cosine distance to a query vector (NULL: none), then in the order they were first put (query, tenant, scope, filter twice, which: all/embedded/unembedded, limit, offset)
-select d.record, 1 - d.distance as score
-  from (select m.id, m.record, m.embedding <=> %s::vector as distance
+-- The store's own items (kind langgraph, written by the context's adapter) under a namespace scope that match a filter, shaped like search hits: by cosine distance to a query vector (NULL: none), then in the order they were first put (query, tenant, scope, filter twice, which: all/embedded/unembedded, limit, offset)
+select d.id, d.record, d.content, d.kind, d.tags, d.scope, d.origin, d.provenance, d.confidence, d.source_adapter,
+       d.injection_source, d.policy_fingerprint, d.created_at, d.revision, 1 - d.distance as score
+  from (select m.id, m.record, m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence,
+               m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+               m.embedding <=> %s::vector as distance
           from pymem.memories m
          where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+           and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
            and (%s::jsonb = '[]'::jsonb or not exists (
                  select 1
                    from jsonb_array_elements(%s::jsonb) as c(cond)
@@ -298,14 +305,31 @@ select d.record, 1 - d.distance as score
                              else true end
         offset 0) d  -- offset 0: every distance computed, never an HNSW scan that could come back short
  where d.distance is null or d.distance <> 'NaN'::double precision
- order by d.distance, (d.record ->> 'ns_rank')::numeric, (d.record ->> 'rank')::numeric, d.id
+ order by d.distance,
+          case when jsonb_typeof(d.record -> 'ns_rank') = 'number' then (d.record ->> 'ns_rank')::numeric end,
+          case when jsonb_typeof(d.record -> 'rank') = 'number' then (d.record ->> 'rank')::numeric end, d.id
  limit %s offset %s
 
 -- name: langgraph_namespaces --
--- The distinct namespaces of the items under a namespace scope (%s tenant, %s scope)
+-- The distinct namespaces of the store's own items under a namespace scope (%s tenant, %s scope)
 select distinct m.record -> 'namespace'
   from pymem.memories m
  where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
+
+-- name: langgraph_get --
+-- The store's own items among these ids (kind langgraph, written by the context's adapter), shaped like search hits with score 0 (%s tenant, %s ids)
+select id, record, content, kind, tags, scope, origin, provenance, confidence, source_adapter, injection_source,
+       policy_fingerprint, created_at, revision, 0::double precision as score
+  from pymem.memories m
+ where m.tenant_id = %s and m.id = any(%s) and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
+
+-- name: search_as_hits --
+-- search_as returning whole search hits, records without vectors (tenant, actor, adapter, scope, read adapters, query, top_k, scope filter); the LangGraph store keeps its own among them
+select * from pymem.search_as(p_tenant => %s, p_actor => %s, p_adapter => %s, p_scope => %s, p_read_adapters => %s,
+                              p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => false,
+                              p_with_vectors => false)
 
 -- ============================================================================================
 -- admission and integrity
