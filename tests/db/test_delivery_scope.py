@@ -237,3 +237,36 @@ def test_both_plans_of_the_session_search_return_the_same_rows(tenant, database,
         rows = conn.execute("select id from pymem.session_search(%s, %s::text::vector, 2, %s)",
                             ("s-u2", vector, plan)).fetchall()
         assert {r[0] for r in rows} == {ids["tenant"], ids["u2"]}
+
+
+def test_a_session_of_many_axes_and_a_tenant_of_many_rows_keep_the_rule(store, database):
+    """The other branches of the reads: a session scope of more than 8 axes (its ancestors found
+    among the tenant's scopes rather than enumerated), and more than 2,000 rows in the scopes a
+    session receives (hot memories read newest first rather than by scope key)."""
+    axes = {f"a{i}": f"v{i}" for i in range(9)}
+    wide = store.bind(Context(tenant="acme", actor="app", scope=axes))
+    start_session(wide, "s-wide", "chat")
+    whole = store.bind(Context(tenant="acme", actor="app"))
+    start_session(whole, "s-all", "chat")
+    near = remember(store.bind(Context(tenant="acme", actor="app", scope={"a1": "v1", "a8": "v8"})),
+                    "the user likes to drink tea in the morning")
+    far = remember(store.bind(Context(tenant="acme", actor="app", scope={"a1": "other"})),
+                   "the user likes to drink cola in the morning")
+    with database.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'app', null, '{}'::jsonb, null)")
+        conn.execute("insert into pymem.memories (tenant_id, id, content, tags, embedding)"
+                     " select 'acme', 'bulk-' || g, 'filler ' || g, case when g % 500 = 0 then array['hot'] else '{}'::text[] end,"
+                     " ('[' || array_to_string(array(select random() - 0.5 + g * 0 from generate_series(1, 384)), ',')"
+                     " || ']')::vector from generate_series(1, 2100) g")
+        conn.commit()
+    hot_ids = {f"bulk-{g}" for g in range(500, 2101, 500)}
+    with database.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'app', null, '{}'::jsonb, null)")
+        assert {r[0] for r in conn.execute("select id from pymem.session_hot('s-wide', 100)")} == hot_ids
+        assert {r[0] for r in conn.execute("select id from pymem.session_hot('s-all', 100)")} == hot_ids
+        vector = json.dumps(EMBEDDER.embed([QUERY])[0])
+        for plan in ("auto", "exact", "hnsw"):
+            ids = [r[0] for r in conn.execute("select id from pymem.session_search('s-wide', %s::text::vector, 3, %s)",
+                                              (vector, plan))]
+            assert ids[0] == near and far not in ids and len(ids) == 3, plan
+        assert conn.execute("select pymem.session_receives('s-wide', %s)", ([near, far],)).fetchone()[0] == [near]
