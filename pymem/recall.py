@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import psycopg
 
 from .storage import search as _search
 from .storage.as_of import check_as_of, search_rows_as_of
 from .storage.search import SearchHit
+from .storage.validate import check_embedding
 from .admission.gate import admit
 from .admission.judge import rejudge
 from .embedder import Embedder, check_dimension, get_embedder
@@ -53,7 +54,7 @@ from .admission.trust import AdapterTrustPolicy, active_trust_policy
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
-__all__ = ["recall", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
+__all__ = ["recall", "recall_session", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
            "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
@@ -226,11 +227,34 @@ was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
         return _judged(lambda fetch: search(c, fetch), top_k, policy, trust, guard)
 
 
-def _judged(search, top_k: int, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any) -> RecallResult:
+def recall_session(memories: "Memories", session_id: str, query: str | Sequence[float], *, top_k: int = 5,
+                   policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
+                   embedder: Embedder | None = None, conn: psycopg.Connection | None = None) -> RecallResult:
+    """What a turn of session `session_id` recalls: `recall`'s search and re-judging, over the
+    memories the session receives (pymem.session_search: those of its scope and of its ancestors,
+    so tenant-wide memories but never a sibling scope's) instead of every row the context may read.
+    Nothing when the context cannot see the session."""
+    top_k = _search.check_top_k(top_k)
+    policy = policy if policy is not None else AdmissionPolicy.from_env()
+    trust = trust if trust is not None else active_trust_policy()
+    if not isinstance(policy, AdmissionPolicy) or not isinstance(trust, AdapterTrustPolicy):
+        raise InvalidArguments("policy and trust must be an AdmissionPolicy and an AdapterTrustPolicy")
+    if guard is not None and not callable(getattr(guard, "check_input", None)):
+        raise InvalidArguments("guard must have a check_input(text) method")
+    vector = check_embedding(_query_vector(memories, query, embedder), memories.store.embedding_dim, "vector")
+    with memories.store.transaction(memories.ctx, conn, snapshot=True) as c:
+        return _judged(lambda fetch: _search.session_search_rows(c, session_id, vector, fetch), top_k, policy, trust,
+                       guard)
+
+
+def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, policy: AdmissionPolicy,
+            trust: AdapterTrustPolicy, guard: Any) -> RecallResult:
+    """Walk the hits best first, re-judging each, until top_k are kept; over-fetch as the module
+    docstring says."""
     fetch = candidate_count(top_k)
     judged: dict[str, RecalledMemory | WithheldMemory] = {}  # by id: a row is judged once per call
     while True:
-        rows = search(fetch)
+        rows = rows_for(fetch)
         kept: list[RecalledMemory] = []
         withheld: list[WithheldMemory] = []
         for row in rows:

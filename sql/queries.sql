@@ -266,24 +266,31 @@ select h.id, h.record, h.score, h.revision,
 -- numbers as numbers and strings by code point, and any other pair of types never matches.
 
 -- name: langgraph_write_state --
--- The database clock, and the items among these ids (%s tenant, %s ids) with the creation time and ranks they keep
+-- The database clock, and the store's own items among these ids (%s tenant, %s ids) with the creation time and ranks they keep
 select clock_timestamp() as now, m.id, m.record -> 'created_at' as created_at, m.record -> 'rank' as rank,
        m.record -> 'ns_rank' as ns_rank
   from (select 1) one
   left join pymem.memories m on m.tenant_id = %s and m.id = any(%s) and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
 
 -- name: langgraph_namespace_rank --
--- The rank of a namespace that still holds an item (%s tenant, %s the namespace's exact scope), if any
+-- The rank of a namespace that still holds one of the store's own items (%s tenant, %s the namespace's exact scope), if any
 select m.record -> 'ns_rank' from pymem.memories m
  where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
+   and jsonb_typeof(m.record -> 'ns_rank') = 'number'
  limit 1
 
 -- name: langgraph_items --
--- Items under a namespace scope that match a filter: by cosine distance to a query vector (NULL: none), then in the order they were first put (query, tenant, scope, filter twice, which: all/embedded/unembedded, limit, offset)
-select d.record, 1 - d.distance as score
-  from (select m.id, m.record, m.embedding <=> %s::vector as distance
+-- The store's own items (kind langgraph, written by the context's adapter) under a namespace scope that match a filter, shaped like search hits: by cosine distance to a query vector (NULL: none), then in the order they were first put (query, tenant, scope, filter twice, which: all/embedded/unembedded, limit, offset)
+select d.id, d.record, d.content, d.kind, d.tags, d.scope, d.origin, d.provenance, d.confidence, d.source_adapter,
+       d.injection_source, d.policy_fingerprint, d.created_at, d.revision, 1 - d.distance as score
+  from (select m.id, m.record, m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence,
+               m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+               m.embedding <=> %s::vector as distance
           from pymem.memories m
          where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+           and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
            and (%s::jsonb = '[]'::jsonb or not exists (
                  select 1
                    from jsonb_array_elements(%s::jsonb) as c(cond)
@@ -315,14 +322,31 @@ select d.record, 1 - d.distance as score
                              else true end
         offset 0) d  -- offset 0: every distance computed, never an HNSW scan that could come back short
  where d.distance is null or d.distance <> 'NaN'::double precision
- order by d.distance, (d.record ->> 'ns_rank')::numeric, (d.record ->> 'rank')::numeric, d.id
+ order by d.distance,
+          case when jsonb_typeof(d.record -> 'ns_rank') = 'number' then (d.record ->> 'ns_rank')::numeric end,
+          case when jsonb_typeof(d.record -> 'rank') = 'number' then (d.record ->> 'rank')::numeric end, d.id
  limit %s offset %s
 
 -- name: langgraph_namespaces --
--- The distinct namespaces of the items under a namespace scope (%s tenant, %s scope)
+-- The distinct namespaces of the store's own items under a namespace scope (%s tenant, %s scope)
 select distinct m.record -> 'namespace'
   from pymem.memories m
  where m.tenant_id = %s and m.scope @> %s and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
+
+-- name: langgraph_get --
+-- The store's own items among these ids (kind langgraph, written by the context's adapter), shaped like search hits with score 0 (%s tenant, %s ids)
+select id, record, content, kind, tags, scope, origin, provenance, confidence, source_adapter, injection_source,
+       policy_fingerprint, created_at, revision, 0::double precision as score
+  from pymem.memories m
+ where m.tenant_id = %s and m.id = any(%s) and m.erased_at is null
+   and m.kind = 'langgraph' and m.source_adapter is not distinct from (select pymem._ctx_adapter())
+
+-- name: search_as_hits --
+-- search_as returning whole search hits, records without vectors (tenant, actor, adapter, scope, read adapters, query, top_k, scope filter); the LangGraph store keeps its own among them
+select * from pymem.search_as(p_tenant => %s, p_actor => %s, p_adapter => %s, p_scope => %s, p_read_adapters => %s,
+                              p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => false,
+                              p_with_vectors => false)
 
 -- ============================================================================================
 -- admission and integrity
@@ -507,6 +531,14 @@ select tenant_id, id, scope, source_adapter, surface, incognito, topic, summary,
 -- When each of these sessions started (%s tenant, %s ids)
 select id, started_at from pymem.sessions where tenant_id = %s and id = any(%s)
 
+-- name: digest_sessions --
+-- The other sessions a session's digest may list: visible, non-incognito, non-erased, of the same scope or a narrower one, newest first (tenant, the session's scope, its id, limit)
+select tenant_id, id, scope, source_adapter, surface, incognito, topic, summary, started_at, ended_at, erased_at
+  from pymem.sessions
+ where tenant_id = %s and scope @> %s and not incognito and erased_at is null and id <> %s
+ order by started_at desc, id
+ limit %s
+
 -- name: erase_session --
 -- Erase a session's topic and summary with a reason (id, reason); returns the reason event's seq
 select pymem.erase_session(%s, %s)
@@ -519,14 +551,17 @@ select * from pymem.search_as_of(p_query => %s, p_top_k => %s, p_as_of => %s, p_
 -- delivery (pymem/delivery)
 -- ============================================================================================
 
--- name: hot_memories --
--- The context's live hot memories, newest first, shaped like search hits with score 0 (%s tenant, %s limit)
-select id, record - 'embedding' - 'vector' as record, content, kind, tags, scope, origin, provenance, confidence,
-       source_adapter, injection_source, policy_fingerprint, created_at, revision, 0::double precision as score
-  from pymem.memories
- where tenant_id = %s and 'hot' = any (tags) and erased_at is null and invalidated_at is null
- order by created_at desc, id
- limit %s
+-- name: session_hot --
+-- The live hot memories a session receives (its scope's and its ancestors'), newest first, shaped like search hits with score 0 (%s session, %s limit)
+select * from pymem.session_hot(%s, %s)
+
+-- name: session_search --
+-- Cosine search over the memories a session receives, in the transaction's context (session, query, top_k, plan)
+select * from pymem.session_search(p_session => %s, p_query => %s, p_top_k => %s, p_plan => %s)
+
+-- name: session_receives --
+-- Which of these ids are live memories the session receives, in order (%s session, %s ids)
+select pymem.session_receives(%s, %s)
 
 -- name: supersede_memory --
 -- Mark a live memory superseded by another (new id, tenant, old id); the changed row carries the writer's adapter
@@ -617,6 +652,10 @@ select l.id, l.record, l.content, 'lesson'::text as kind, l.tags, l.scope, l.ori
  order by cardinality(array(select unnest(l.tags) intersect select unnest(%s::text[]))) + coalesce(d.decayed, 0) desc,
           l.id
  limit %s
+
+-- name: session_lessons --
+-- The lessons for a task that a session receives (filed in its scope or an ancestor's), shaped as lessons_for_task's rows (session, task tags, limit, time or NULL = now)
+select * from pymem.session_lessons(p_session => %s, p_tags => %s, p_limit => %s, p_at => %s)
 
 -- ============================================================================================
 -- convention receipts (pymem/conventions, pymem/integrity/receipts.py)

@@ -5,16 +5,23 @@ For session S, turn N and the user's query:
 1. S must be a session this context started (else UnknownSession). An incognito session gets
    nothing: no memory is injected into it and no record is kept (an empty Delivery).
 2. The digest: up to `max_sessions` *other* sessions, newest first (never S, never an incognito
-   or erased one, never one started by an adapter the trust policy does not allow), each as id,
-   start time, surface and topic, the topic only if it is not instruction-shaped today.
-3. Hot memories: the newest `max_hot` live memories tagged hot, re-judged like recall.
-4. Recalled memories: `recall` (re-judged under the policy in force now), then cut at the
-   similarity floor, then ranked by similarity x trust-tier weight x recency
-   (pymem.delivery.ranking); the best `top_k`.
+   or erased one, never one started by an adapter the trust policy does not allow, and only
+   sessions of S's scope or a narrower one), each as id, start time, surface and topic, the topic
+   only if it is not instruction-shaped today.
+3. Hot memories: the newest `max_hot` live memories tagged hot that S receives, re-judged like
+   recall.
+4. Recalled memories: `recall_session` (recall's search over what S receives, re-judged under the
+   policy in force now), then cut at the similarity floor, then ranked by similarity x
+   trust-tier weight x recency (pymem.delivery.ranking); the best `top_k`.
    In 3 and 4, tiers the trust tiers do not inject automatically are left out.
+   What S receives: the memories of S's scope (the scope it was started in) and of its
+   ancestors (tenant-wide memories reach every session, a user's only that user's sessions, a
+   sibling scope's never), whatever context delivers; the database applies the rule
+   (pymem.session_hot, pymem.session_search, sql/schema.sql).
 5. Lessons of earlier tasks, when the caller passes them (pymem.lessons.lessons_for_task picks and
-   ranks them): a section of their own, ahead of the recalled memories; a lesson already in the
-   block as a hot memory is not repeated, and none is recalled again.
+   ranks them): a section of their own, ahead of the recalled memories; a lesson S does not
+   receive is left out, a lesson already in the block as a hot memory is not repeated, and none
+   is recalled again.
 6. Everything goes into one envelope (pymem.delivery.envelope), fitted to the token budget
    (pymem.delivery.budget), and the turn's injection record is chained into the ledger
    (pymem.delivery.injections) with exactly the ids that are in the block, the lessons named as
@@ -36,14 +43,14 @@ from ..admission.policy import AdmissionPolicy
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..embedder import Embedder
 from ..errors import InvalidArguments, UnknownSession
-from ..recall import RecalledMemory, candidate_count, judge_hit, recall
+from ..recall import RecalledMemory, candidate_count, judge_hit, recall_session
 from ..storage.search import SearchHit, check_top_k
 from ..storage.sessions import SessionRow, session_row
 from . import injections
 from .budget import fit
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
 from .ranking import check_floor, rank_score, similarity_floor
-from .sessions import check_session_id, recent_sessions
+from .sessions import check_session_id, digest_sessions
 from .tiers import TrustTiers, tier_of
 from .tokens import TokenCounter, default_counter
 from .topics import topic_is_safe
@@ -95,7 +102,7 @@ def _count(value: Any, what: str, low: int, high: int) -> int:
 def _digest(memories: "Memories", session: SessionRow, max_sessions: int, trust: AdapterTrustPolicy,
             conn: psycopg.Connection | None) -> list[DigestEntry]:
     # asks for more than it shows: sessions of untrusted adapters are skipped, not counted
-    rows = recent_sessions(memories, limit=min(10_000, 3 * max_sessions + 10), exclude=session.id, conn=conn)
+    rows = digest_sessions(memories, session, limit=min(10_000, 3 * max_sessions + 10), conn=conn)
     out = []
     for row in rows:
         if trust.verdict(row.source_adapter) is not None:
@@ -107,10 +114,10 @@ def _digest(memories: "Memories", session: SessionRow, max_sessions: int, trust:
     return out
 
 
-def _hot(memories: "Memories", max_hot: int, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any,
-         tiers: TrustTiers, conn: psycopg.Connection | None) -> list[RecalledMemory]:
+def _hot(memories: "Memories", session_id: str, max_hot: int, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
+         guard: Any, tiers: TrustTiers, conn: psycopg.Connection | None) -> list[RecalledMemory]:
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SearchHit)) as cur:
-        cur.execute(queries.query("hot_memories"), (memories.ctx.tenant, min(1000, 3 * max_hot + 10)))
+        cur.execute(queries.query("session_hot"), (session_id, min(1000, 3 * max_hot + 10)))
         rows = cur.fetchall()
     kept = []
     for row in rows:
@@ -123,11 +130,11 @@ def _hot(memories: "Memories", max_hot: int, policy: AdmissionPolicy, trust: Ada
     return kept
 
 
-def _recalled(memories: "Memories", query: str, top_k: int, floor: float, exclude: set[str], now: _dt.datetime,
-              policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any, tiers: TrustTiers,
+def _recalled(memories: "Memories", session_id: str, query: str, top_k: int, floor: float, exclude: set[str],
+              now: _dt.datetime, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any, tiers: TrustTiers,
               embedder: Embedder | None, conn: psycopg.Connection | None) -> list[tuple[float, RecalledMemory]]:
-    result = recall(memories, query, top_k=candidate_count(top_k), policy=policy, trust=trust, guard=guard,
-                    embedder=embedder, conn=conn)
+    result = recall_session(memories, session_id, query, top_k=candidate_count(top_k), policy=policy, trust=trust,
+                            guard=guard, embedder=embedder, conn=conn)
     ranked = []
     for hit in result.kept:
         tier = tier_of(hit.origin, hit.provenance, source_adapter=hit.source_adapter)
@@ -145,6 +152,16 @@ def _session_times(memories: "Memories", hits: Sequence[RecalledMemory],
         return {}
     with memories.store.transaction(memories.ctx, conn) as c:
         return dict(c.execute(queries.query("session_start_times"), (memories.ctx.tenant, ids)).fetchall())
+
+
+def _received(memories: "Memories", session_id: str, lessons: list[DeliveredLesson],
+              conn: psycopg.Connection | None) -> list[DeliveredLesson]:
+    """The lessons the session receives (filed in its scope or an ancestor's), in their order."""
+    if not lessons:
+        return lessons
+    with memories.store.transaction(memories.ctx, conn) as c:
+        kept = set(c.execute(queries.query("session_receives"), (session_id, [l.id for l in lessons])).fetchone()[0])
+    return [lesson for lesson in lessons if lesson.id in kept]
 
 
 def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
@@ -219,12 +236,14 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
                 return Delivery(session_id=session_id, turn=turn, text="", budget=budget, counter=counter.name,
                                 incognito=True)
             digest = _digest(memories, session, max_sessions, trust, c) if max_sessions else []
-            hot = _hot(memories, max_hot, policy, trust, guard, tiers, c) if max_hot else []
+            hot = _hot(memories, session_id, max_hot, policy, trust, guard, tiers, c) if max_hot else []
             hot_ids = {h.id for h in hot}
             if lessons is not None:
-                lessons = [lesson for lesson in lessons if lesson.id not in hot_ids]
+                lessons = _received(memories, session_id, [lesson for lesson in lessons if lesson.id not in hot_ids],
+                                    c)
             exclude = hot_ids | {lesson.id for lesson in lessons or ()}
-            recalled = (_recalled(memories, query, top_k, floor, exclude, now, policy, trust, guard, tiers, embedder, c)
+            recalled = (_recalled(memories, session_id, query, top_k, floor, exclude, now, policy, trust, guard, tiers,
+                                  embedder, c)
                         if query is not None and query.strip() else [])
             times = _session_times(memories, hot + [hit for _, hit in recalled], c)
         fitted = fit(digest, [_item("hot", h, times) for h in hot],

@@ -228,6 +228,18 @@ def recent_sessions(memories: "Memories", *, limit: int, exclude: str | None = N
         return cur.fetchall()
 
 
+def digest_sessions(memories: "Memories", session: SessionRow, *, limit: int,
+                    conn: psycopg.Connection | None = None) -> list[SessionRow]:
+    """The other sessions `session`'s digest may list, newest first: visible, never incognito or
+    erased, and of `session`'s own scope or a narrower one (a user's session lists that user's
+    sessions, never another user's, nor the tenant-wide ones whatever context delivers)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+        raise InvalidArguments("limit must be an integer between 1 and 10000")
+    with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
+        cur.execute(queries.query("digest_sessions"), (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
+        return cur.fetchall()
+
+
 def list_sessions(memories: "Memories", *, limit: int = 100, conn: psycopg.Connection | None = None) -> list[Session]:
     """The context's sessions, newest first (incognito and erased sessions never appear)."""
     return [Session.from_row(r) for r in recent_sessions(memories, limit=limit, conn=conn)]

@@ -14,6 +14,10 @@ MemoryAdmissionError reaches the graph, and nothing of the batch is written. Adm
 their provenance, origin, capped confidence and the policy's fingerprint on the row. Puts, updates
 and deletes are rows written and deleted through pymem's one write path, so the ledger chains each.
 
+Reads return only the store's own items (kind `langgraph`, written by the context's adapter, shaped
+as the store wrote them), each re-judged like `recall` under the admission policy and the adapter
+trust policy in force now: a row the policy now withholds is not returned (pymem.langgraph.reading).
+
 Batches behave like LangGraph's in-memory store: the reads of a batch see the store as it was
 before the batch; its writes are applied together (the last write to an item wins). A batch, its
 reads and its writes, is one transaction on one connection. Without a query, a search returns items namespace by namespace, in the order each
@@ -31,24 +35,26 @@ from typing import Any, Iterable, Mapping, Sequence
 from langgraph.store.base import (BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp,
                                   SearchItem, SearchOp)
 from pgvector import Vector
+from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from .. import queries
 from ..admission.gate import bind_provenance, judge_or_refuse
 from ..admission.policy import AdmissionPolicy
 from ..admission.provenance import Provenance
+from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..errors import AccessDenied, InvalidArguments
 from ..storage.memories import Memories
 from ..storage.rows import check_row, write_rows
+from ..storage.search import SearchHit, run_search
 from ..vocabulary import MAX_NAME, MAX_TOP_K, is_plain_text
 from . import namespaces as ns
 from .filters import compile_filter
 from .indexing import Index, combine
+from .reading import KIND, believed, own_record
 
 __all__ = ["PymemStore", "KIND"]
 
-#: The kind of every row the store writes.
-KIND = "langgraph"
 #: The most puts one batch may write (one transaction).
 MAX_PUTS = 10_000
 #: The source the store's provenance names unless told otherwise.
@@ -64,6 +70,26 @@ class _Put:
     id: str
     texts: list[str] = field(default_factory=list)
     vector: list[float] | None = None
+
+
+@dataclass
+class _Reader:
+    """What one batch's reads believe: the store's own items, under the policies read for it."""
+
+    name: str
+    writer: str | None
+    policy: AdmissionPolicy
+    trust: AdapterTrustPolicy
+
+    def own(self, row: SearchHit) -> dict[str, Any] | None:
+        """The item a row holds, with its namespace key, if the store wrote it and it is believed now."""
+        if row.source_adapter != self.writer:
+            return None
+        record = own_record(row, self.name)
+        if record is None or not believed(row, record, self.policy, self.trust):
+            return None
+        record["namespace_key"] = (tuple(record["namespace"]), record["key"])
+        return record
 
 
 @dataclass
@@ -90,14 +116,18 @@ class PymemStore(BaseStore):
         source "langgraph"); its adapter is the context's.
     gate: judge every put with the write gate (default True); False writes without judging
         (the rows still carry the provenance and origin, but no confidence or policy).
-    policy: the AdmissionPolicy; default: AdmissionPolicy.from_env(), read at each batch.
+    policy: the AdmissionPolicy; default: AdmissionPolicy.from_env(), read at each batch. Puts are
+        judged under it, and so is every item read back (a row it now withholds is not returned).
+    trust: the AdapterTrustPolicy reads apply; default: the environment's, read at each batch (the
+        store's own adapter must be trusted for its items to be returned; untagged rows are by default).
     """
 
     supports_ttl = False
 
     def __init__(self, memories: Memories, *, index: Mapping[str, Any] | None = None, name: str = "default",
                  origin: str = "model_inferred", provenance: Provenance | Mapping[str, Any] | None = None,
-                 gate: bool = True, policy: AdmissionPolicy | None = None):
+                 gate: bool = True, policy: AdmissionPolicy | None = None,
+                 trust: AdapterTrustPolicy | None = None):
         if not isinstance(memories, Memories):
             raise InvalidArguments("PymemStore needs a bound Memories: store.bind(Context(tenant=...))")
         if not isinstance(name, str) or not name or len(name) > MAX_NAME or not is_plain_text(name) \
@@ -105,6 +135,8 @@ class PymemStore(BaseStore):
             raise InvalidArguments(f"the store name must be 1 to {MAX_NAME} plain characters")
         if policy is not None and not isinstance(policy, AdmissionPolicy):
             raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
+        if trust is not None and not isinstance(trust, AdapterTrustPolicy):
+            raise InvalidArguments(f"trust must be an AdapterTrustPolicy, not {type(trust).__name__}")
         self.memories = memories
         self.name = name
         self.index = Index(index, store_dim=memories.store.embedding_dim) if index is not None else None
@@ -112,6 +144,7 @@ class PymemStore(BaseStore):
                                           else Provenance(origin, source=SOURCE), memories.ctx.adapter)
         self.gate = bool(gate)
         self.policy = policy
+        self.trust = trust
 
     @property
     def ctx(self):
@@ -205,6 +238,11 @@ class PymemStore(BaseStore):
 
     # -- running: reads first (the store as it was), then the writes in one transaction ------
 
+    def _reader(self) -> _Reader:
+        return _Reader(self.name, self.ctx.adapter,
+                       self.policy if self.policy is not None else AdmissionPolicy.from_env(),
+                       self.trust if self.trust is not None else active_trust_policy())
+
     def _run(self, plan: _Plan) -> list[Any]:
         # the whole batch, reads and writes, in one transaction on one connection
         with self.memories.store.transaction(self.ctx) as c:
@@ -212,50 +250,84 @@ class PymemStore(BaseStore):
 
     def _run_in(self, plan: _Plan, c) -> list[Any]:
         results: list[Any] = [None] * len(plan.ops)
+        reader = self._reader() if plan.gets or plan.searches or plan.lists else None
         if plan.gets:
-            found = {r["namespace_key"]: r for r in map(_item_record, self.memories.get_many(
-                list(dict.fromkeys(item_id for _, _, item_id in plan.gets)), conn=c))}
+            ids = list(dict.fromkeys(item_id for _, _, item_id in plan.gets))
+            with self.memories.store.transaction(self.ctx, c) as t, t.cursor(row_factory=class_row(SearchHit)) as cur:
+                cur.execute(queries.query("langgraph_get"), (self.ctx.tenant, ids))
+                rows = cur.fetchall()
+            found = {r["namespace_key"]: r for r in map(reader.own, rows) if r is not None}
             for i, op, _ in plan.gets:
                 record = found.get((tuple(op.namespace), op.key))
                 results[i] = _item(record) if record is not None else None
         for i, op, conditions in plan.searches:
-            results[i] = self._search(op, conditions, plan.query_vectors.get(op.query) if op.query else None, c)
+            results[i] = self._search(reader, op, conditions, plan.query_vectors.get(op.query) if op.query else None,
+                                      c)
         for i, op in plan.lists:
-            results[i] = self._list_namespaces(op, c)
+            results[i] = self._list_namespaces(reader, op, c)
         if plan.puts:
             self._write(plan, c)
         return results
 
-    def _search(self, op: SearchOp, conditions: list[dict[str, Any]], vector: list[float] | None,
-                c) -> list[SearchItem]:
+    def _search(self, reader: _Reader, op: SearchOp, conditions: list[dict[str, Any]],
+                vector: list[float] | None, c) -> list[SearchItem]:
         if op.limit == 0:
             return []
         scope = ns.prefix_scope(self.name, tuple(op.namespace_prefix))
         if vector is None:
-            return [_search_item(r, None) for r, _ in self._items(None, scope, conditions, "all", op.limit, op.offset,
-                                                                  c)]
+            return [_search_item(r, None) for r, _ in
+                    self._items(reader, None, scope, conditions, "all", op.limit, op.offset, c)]
+        ranked = None
         if not conditions and op.offset + op.limit <= MAX_TOP_K:
-            hits = self.memories.search(vector, top_k=op.offset + op.limit, scope_filter=scope, conn=c)
-            scored = [(_item_record(h["chunk"]), h["score"]) for h in hits[op.offset:]]
+            ranked = self._ranked(reader, vector, scope, op.offset + op.limit, c)
+        if ranked is not None:
+            scored = ranked[op.offset:]
         else:
-            scored = [(_item_record(r), s) for r, s in
-                      self._items(vector, scope, conditions, "embedded", op.limit, op.offset, c)]
+            scored = self._items(reader, vector, scope, conditions, "embedded", op.limit, op.offset, c)
         out = [_search_item(r, score) for r, score in scored]
         if len(out) < op.limit:
             # As LangGraph's in-memory store: items that have no vector (put with index=False, or
             # without text under the indexed fields) fill what the ranked ones left.
             out += [_search_item(r, None) for r, _ in
-                    self._items(None, scope, conditions, "unembedded", op.limit - len(out), 0, c)]
+                    self._items(reader, None, scope, conditions, "unembedded", op.limit - len(out), 0, c)]
         return out
 
-    def _items(self, vector, scope, conditions, which: str, limit: int, offset: int, conn) -> list[tuple[dict, float]]:
-        params = (Vector(vector) if vector is not None else None, self.ctx.tenant, Jsonb(scope), Jsonb(conditions),
-                  Jsonb(conditions), which, limit, offset)
-        with self.memories.store.transaction(self.ctx, conn) as c:
-            rows = c.execute(queries.query("langgraph_items"), params, prepare=False).fetchall()
-        return [(_item_record(record), score) for record, score in rows]
+    def _ranked(self, reader: _Reader, vector: list[float], scope: dict[str, str],
+                want: int, c) -> list[tuple[dict, float]] | None:
+        """The `want` best own, believed items by pymem.search (which counts every row in the scope,
+        the store's or not): asks for more while rows that are not believed items crowd them out;
+        None when even MAX_TOP_K rows do not hold enough (then the store's query ranks them)."""
+        fetch = want
+        while True:
+            with self.memories.store.transaction(self.ctx, c) as t:
+                hits = run_search(t, vector, fetch, scope, include_superseded=False, with_vectors=False)
+            kept = [(r, h.score) for h in hits if (r := reader.own(h)) is not None]
+            if len(kept) >= want or len(hits) < fetch:
+                return kept[:want]
+            if fetch >= MAX_TOP_K:
+                return None
+            fetch = min(MAX_TOP_K, fetch * 4)
 
-    def _list_namespaces(self, op: ListNamespacesOp, conn) -> list[tuple[str, ...]]:
+    def _items(self, reader: _Reader, vector, scope, conditions, which: str, limit: int,
+               offset: int, c) -> list[tuple[dict, float]]:
+        """The store's own, believed items under `scope` in the query's order, paged after judging
+        (so `offset` counts items returned, not rows read): asks for more while some are withheld."""
+        want = offset + limit
+        ask = want
+        while True:
+            params = (Vector(vector) if vector is not None else None, self.ctx.tenant, Jsonb(scope), Jsonb(conditions),
+                      Jsonb(conditions), which, ask, 0)
+            with self.memories.store.transaction(self.ctx, c) as t, t.cursor(row_factory=class_row(SearchHit)) as cur:
+                cur.execute(queries.query("langgraph_items"), params, prepare=False)
+                rows = cur.fetchall()
+            kept = [(r, h.score) for h in rows if (r := reader.own(h)) is not None]
+            if len(kept) >= want or len(rows) < ask:
+                return kept[offset:want]
+            ask *= 4
+
+    def _list_namespaces(self, reader: _Reader, op: ListNamespacesOp, conn) -> list[tuple[str, ...]]:
+        if reader.trust.verdict(reader.writer) is not None:
+            return []  # the store's adapter is not trusted: none of its items is returned, nor their namespaces
         conditions = ns.conditions_of(op.match_conditions)
         prefix = next((path for kind, path in conditions if kind == "prefix"), ())
         scope = ns.prefix_scope(self.name, prefix, wildcards=True)
@@ -374,15 +446,6 @@ def _content(texts: Sequence[str], max_bytes: int) -> str | None:
         return None
     data = "\n".join(texts).encode("utf-8", "surrogatepass")
     return data[:max_bytes].decode("utf-8", "ignore").replace("\x00", "")
-
-
-def _item_record(record: Any) -> dict[str, Any]:
-    if not isinstance(record, Mapping) or not isinstance(record.get("namespace"), list) \
-            or not isinstance(record.get("value"), Mapping) or not isinstance(record.get("key"), str):
-        raise InvalidArguments("a row under this store's scope was not written by a LangGraph store")
-    out = dict(record)
-    out["namespace_key"] = (tuple(record["namespace"]), record["key"])
-    return out
 
 
 def _times(record: Mapping[str, Any]) -> tuple[_dt.datetime, _dt.datetime]:

@@ -40,6 +40,7 @@ from ..admission.policy import AdmissionPolicy
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..delivery.budget import fit
 from ..delivery.envelope import DeliveredLesson
+from ..delivery.sessions import check_session_id
 from ..delivery.tokens import TokenCounter, default_counter
 from ..errors import InvalidArguments
 from ..recall import RecalledMemory, WithheldMemory, judge_hit
@@ -164,13 +165,18 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
                      excluded: Iterable[str] | None = None, policy: AdmissionPolicy | None = None,
                      trust: AdapterTrustPolicy | None = None, guard: Any = None,
                      counter: TokenCounter | None = None, now: _dt.datetime | None = None,
-                     cache: LessonCache | None = DEFAULT_CACHE,
+                     cache: LessonCache | None = DEFAULT_CACHE, session_id: str | None = None,
                      conn: psycopg.Connection | None = None) -> LessonsForTask:
     """The lessons block for a task tagged `tags` (see the module docstring). `excluded`: the
     roles that get nothing (default `excluded_roles()`); `now`: the time decay is measured to
     (default: the database's clock); `policy`, `trust`: default the environment's, read now;
-    `guard`: anything with `check_input(text)` (a call with a guard is never cached)."""
+    `guard`: anything with `check_input(text)` (a call with a guard is never cached).
+    `session_id`: the lessons a turn of that session may receive instead, those filed in its
+    scope or an ancestor's (pymem.session_lessons; none when the context cannot see it), rather
+    than every lesson the context may read."""
     task_tags = tuple(check_lesson_tags(tags))
+    if session_id is not None:
+        session_id = check_session_id(session_id)
     role = _check_role(role)
     limit = _count(limit, "limit", 1, 100)
     budget = _count(budget, "budget", 1, 1_000_000)
@@ -196,14 +202,17 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
     key = None
     if cache is not None and guard is None:
         key = (memories.store.endpoints.app, ctx.tenant, ctx.adapter, tuple(sorted(ctx.scope.items())),
-               ctx.read_adapters, role, task_tags, limit, budget, counter.name, policy.fingerprint, trust, now)
+               ctx.read_adapters, role, task_tags, limit, budget, counter.name, policy.fingerprint, trust, now, session_id)
         found = cache.get(key)
         if found is not None:
             return found
 
     with memories.store.transaction(ctx, conn) as c, c.cursor(row_factory=dict_row) as cur:
-        cur.execute(queries.query("lessons_for_task"),
-                    (now, ctx.tenant, list(task_tags), list(task_tags), min(1000, 10 * limit + 20)))
+        if session_id is not None:
+            cur.execute(queries.query("session_lessons"), (session_id, list(task_tags), min(1000, 10 * limit + 20), now))
+        else:
+            cur.execute(queries.query("lessons_for_task"),
+                        (now, ctx.tenant, list(task_tags), list(task_tags), min(1000, 10 * limit + 20)))
         rows = cur.fetchall()
     ranked: list[DeliveredLesson] = []
     withheld: list[WithheldMemory] = []

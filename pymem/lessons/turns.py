@@ -2,7 +2,8 @@
 
 One call for what the command line, the service and the MCP `deliver` tool all do when a caller
 names the task's tags: the lessons are picked and ranked as `lessons_for_task` picks them (the
-role's exclusion and the cache included), rendered in the delivery's own envelope, and named in
+role's exclusion and the cache included), among those the session receives (filed in its scope
+or an ancestor's), rendered in the delivery's own envelope, and named in
 the turn's injection record (`lesson_ids`). A role that receives no lessons gets a block without
 a lessons section; tags that match nothing give the section, empty. Without tags it is `deliver`.
 """
@@ -48,6 +49,6 @@ def deliver_with_lessons(memories: "Memories", session_id: str, query: str | Non
     counter = counter if counter is not None else default_counter()
     with memories.store.connection(conn) as c:  # one checkout for both steps
         found = lessons_for_task(memories, lesson_tags, role=role, limit=lesson_limit, policy=policy, trust=trust,
-                                 guard=guard, counter=counter, now=now, cache=cache, conn=c)
+                                 guard=guard, counter=counter, now=now, cache=cache, session_id=session_id, conn=c)
         return deliver(memories, session_id, query, policy=policy, trust=trust, guard=guard, counter=counter,
                        now=now, lessons=None if found.excluded_role else found.lessons, conn=c, **options)

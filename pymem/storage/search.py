@@ -131,6 +131,18 @@ def run_search(conn: psycopg.Connection, query: list[float], top_k: int, scope_f
         return cur.fetchall()
 
 
+def session_search_rows(conn: psycopg.Connection, session_id: str, query: list[float], top_k: int, *,
+                        plan: str = "auto") -> list[SearchHit]:
+    """pymem.session_search on a connection whose transaction already carries the context (input
+    already validated): the top_k memories session `session_id` receives (those of its scope and
+    its ancestors') closest to `query`, best first. Nothing when the context cannot see the session."""
+    if plan not in PLANS:
+        raise InvalidArguments(f"plan must be one of {', '.join(PLANS)}")
+    with db.translate_errors(), conn.cursor(row_factory=class_row(SearchHit)) as cur:
+        cur.execute(queries.query("session_search"), (session_id, Vector(query), top_k, plan), prepare=False)
+        return cur.fetchall()
+
+
 _FALLBACK = ("content", "scope", "kind", "tags", "origin", "provenance", "injection_source")
 
 
@@ -164,6 +176,23 @@ def search_chunks_as(conn: psycopg.Connection, ctx: Context, query: list[float],
     return hits
 
 
+def search_hits_as(conn: psycopg.Connection, ctx: Context, query: list[float], top_k: int,
+                   scope_filter: dict[str, str]) -> list[SearchHit]:
+    """search_chunks_as, returning whole SearchHit rows (records without vectors): for a reader
+    that judges each row itself (the LangGraph store). `conn` is left as it was found."""
+    with db.translate_errors():
+        autocommit = conn.autocommit
+        conn.autocommit = True
+        try:
+            with conn.cursor(row_factory=class_row(SearchHit)) as cur:
+                cur.execute(queries.query("search_as_hits"),
+                            ctx.params() + (Vector(query), top_k, Jsonb(scope_filter)), prepare=True)
+                return cur.fetchall()
+        finally:
+            if not conn.closed:
+                conn.autocommit = autocommit
+
+
 def contract_hits(rows: list[SearchHit]) -> list[dict[str, Any]]:
     """Hits as the storage contract returns them: {chunk, chunk_id, score, recalled_view, revision}."""
     hits = []
@@ -180,4 +209,4 @@ def contract_hits(rows: list[SearchHit]) -> list[dict[str, Any]]:
 
 
 __all__ = ["MAX_TOP_K", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k", "check_scope_filter", "check_include",
-           "check_metadata_filter", "search_rows", "run_search", "search_chunks_as", "contract_hits"]
+           "check_metadata_filter", "search_rows", "run_search", "session_search_rows", "search_chunks_as", "search_hits_as", "contract_hits"]

@@ -221,7 +221,9 @@ APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "pur
                        # scoped exact search (called by the invoker pymem.search): ids the read policy admits
                        "_search_in_scope",
                        # filing locks (the context tenant's row only) and its own tenant's fact channel
-                       "lock_for_filing", "fact_channel"}
+                       "lock_for_filing", "fact_channel",
+                       # what a session receives (its scope and its ancestors): the rule applied inside
+                       "session_hot", "session_search", "session_lessons", "session_receives"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):

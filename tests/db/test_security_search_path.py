@@ -56,6 +56,10 @@ APP_CALLS = [
     "select count(*) from pymem.memory_history",
     "select count(*) from pymem.audit_refusals",
     "select count(*) from pymem.ledger",
+    "select count(*) from pymem.session_hot('s1', 3)",
+    f"select count(*) from pymem.session_search('s1', {VECTOR}::vector, 3)",
+    "select count(*) from pymem.session_lessons('s1', array['db'], 3)",
+    "select pymem.session_receives('s1', array['m1'])",
     "insert into pymem.idempotency_keys (tenant_id, verb, actor, key, digest, result, expires_at)"
     " values ('acme', 'upsert_many', '', 'k-new', 'd', '{{}}', now() + interval '1 hour')",
 ]
@@ -105,6 +109,7 @@ def seeded(database):
     with psycopg.connect(database.app_dsn) as conn:
         conn.execute("select pymem.set_context('acme')")
         conn.execute(f"insert into pymem.memories (tenant_id, id, content, embedding) values ('acme', 'm1', 'x', {VECTOR})")
+        conn.execute("insert into pymem.sessions (tenant_id, id, surface) values ('acme', 's1', 'chat')")
         conn.commit()
     return database
 
