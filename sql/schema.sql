@@ -2666,7 +2666,7 @@ comment on view pymem.memory_history is 'Each memory''s ledger events with its c
 
 -- Sessions and delivery (migration 0004).
 
--- What a session receives (migration 0011): its own scope's memories and its ancestors'.
+-- What a session receives (migration 0010): its own scope's memories and its ancestors'.
 
 create function pymem._session_scopes(
   p_session text,

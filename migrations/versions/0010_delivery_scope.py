@@ -1,23 +1,23 @@
 """delivery scope: a session receives the memories of its own scope and its ancestors, through
 definer reads that apply that rule; injection records name only what the session receives
 
-Revision ID: 0011
+Revision ID: 0010
 Revises: 0008
 Create Date: 2026-12-02
 
-Applies sql/migrations/0011_delivery_scope.sql.
+Applies sql/migrations/0010_delivery_scope.sql.
 """
 
 from pymem.migrate import apply_sql
 
-revision = "0011"
+revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    apply_sql("migrations/0011_delivery_scope.sql")
+    apply_sql("migrations/0010_delivery_scope.sql")
 
 
 def downgrade() -> None:

@@ -1,4 +1,4 @@
--- pymem migration 0011: delivery stays inside a session's scope.
+-- pymem migration 0010: delivery stays inside a session's scope.
 --
 -- * A delivery took every memory its context could read, so an app that delivers with a
 --   whole-tenant context put every user's memories into every user's prompt (a LangGraph item
@@ -450,7 +450,7 @@ begin
   return v_entry.seq;
 end
 $$;
-comment on function pymem.record_injection(text, integer, text[], text[], text[], text, integer, integer, integer, text, text, text, text[]) is 'Chains a delivery.injected event (ids, the lessons among them, and the sha256 of the delivered text, never the text) for a session''s turn; returns its seq';
+comment on function pymem.record_injection(text, integer, text[], text[], text[], text, integer, integer, integer, text, text, text, text[]) is 'Chains a delivery.injected event (ids the caller can read, the lessons among them, and the sha256 of the delivered text, never the text) for a session''s turn; returns its seq';
 
 reset role;
 
