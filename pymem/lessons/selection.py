@@ -42,9 +42,10 @@ from ..delivery.budget import fit
 from ..delivery.envelope import DeliveredLesson
 from ..delivery.sessions import check_session_id
 from ..delivery.tokens import TokenCounter, default_counter
-from ..errors import InvalidArguments
+from ..errors import InvalidArguments, UnknownSession
 from ..recall import RecalledMemory, WithheldMemory, judge_hit
 from ..storage.search import SearchHit
+from ..storage.sessions import session_row
 from ..vocabulary import MAX_NAME, is_plain_text
 from .filing import check_lesson_tags
 from .similarity import rank_score
@@ -172,8 +173,8 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
     (default: the database's clock); `policy`, `trust`: default the environment's, read now;
     `guard`: anything with `check_input(text)` (a call with a guard is never cached).
     `session_id`: the lessons a turn of that session may receive instead, those filed in its
-    scope or an ancestor's (pymem.session_lessons; none when the context cannot see it), rather
-    than every lesson the context may read."""
+    scope or an ancestor's (pymem.session_lessons), rather than every lesson the context may
+    read; UnknownSession when the context cannot see that session."""
     task_tags = tuple(check_lesson_tags(tags))
     if session_id is not None:
         session_id = check_session_id(session_id)
@@ -209,6 +210,10 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
 
     with memories.store.transaction(ctx, conn) as c, c.cursor(row_factory=dict_row) as cur:
         if session_id is not None:
+            # a session not (yet) visible is an error, never an empty answer kept in the cache
+            if session_row(c, ctx.tenant, session_id) is None:
+                raise UnknownSession(f"unknown session {session_id[:100]!r}: never started in this tenant "
+                                     "(or not visible here)")
             cur.execute(queries.query("session_lessons"), (session_id, list(task_tags), min(1000, 10 * limit + 20), now))
         else:
             cur.execute(queries.query("lessons_for_task"),

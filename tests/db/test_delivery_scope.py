@@ -18,7 +18,7 @@ import pytest
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from helpers.delivery import EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
 from helpers.lessons import lesson
-from pymem import (AdapterTrustPolicy, Context, UnknownSession, deliver, deliver_with_lessons, lessons_for_task, recall,
+from pymem import (AdapterTrustPolicy, Context, LessonCache, UnknownSession, deliver, deliver_with_lessons, lessons_for_task, recall,
                    start_session)
 from pymem.langgraph import PymemStore
 
@@ -110,6 +110,14 @@ def test_lessons_reach_only_the_sessions_that_receive_their_scope(tenant):
     assert {l.id for l in picked.lessons} == {shared.id, private.id}
     out = deliver(whole, "s-u2", None, lessons=picked.lessons, policy=POLICY, trust=AdapterTrustPolicy())
     assert [l.id for l in out.lessons] == [shared.id]
+    # a session not started yet is an error, and no empty answer is kept for it in the cache
+    cache = LessonCache()
+    with pytest.raises(UnknownSession):
+        lessons_for_task(whole, ["db"], policy=POLICY, trust=AdapterTrustPolicy(), cache=cache, session_id="s-later")
+    start_session(whole, "s-later", "chat")
+    later = lessons_for_task(whole, ["db"], policy=POLICY, trust=AdapterTrustPolicy(), cache=cache,
+                             session_id="s-later")
+    assert [l.id for l in later.lessons] == [shared.id]
 
 
 def test_a_bound_scoped_agent_receives_its_scope_and_its_ancestors_and_cannot_open_a_sibling(tenant, database):

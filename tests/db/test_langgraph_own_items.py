@@ -154,3 +154,19 @@ def test_many_foreign_rows_crowding_a_ranked_search_do_not_starve_it(store, data
                          (f"a{i}", Jsonb(namespace_scope("default", NS)), str(vector)))
         conn.commit()
     assert _keys(graph.search(NS, query="likes tea", limit=1)) == ["tea"]
+
+
+def test_a_bad_trust_policy_is_refused_and_writes_nothing(store, database):
+    from pymem import InvalidArguments, lessons_for_task
+
+    mem = store.bind(Context(tenant="acme", actor="graph"))
+    with database.admin() as conn:
+        before = conn.execute("select count(*) from pymem.ledger").fetchone()[0]
+    for bad in ("codex", {"codex"}, 1):
+        with pytest.raises(InvalidArguments):
+            PymemStore(mem, trust=bad)
+    for bad in ("", " s", 7, "x" * 300):
+        with pytest.raises(InvalidArguments):
+            lessons_for_task(mem, ["db"], session_id=bad, cache=None)
+    with database.admin() as conn:
+        assert conn.execute("select count(*) from pymem.ledger").fetchone()[0] == before
