@@ -49,7 +49,7 @@ def test_an_injection_record_names_only_what_the_writers_allow_list_admits(datab
     with database.app() as conn:
         for ids in (["claude-row"], ["op-row"], ["codex-row", "claude-row"]):
             conn.execute("select pymem.set_context('acme', 'ops', null, '{}', array['codex'])")
-            with pytest.raises(pgerr.InvalidParameterValue, match="not a live memory of this context"):
+            with pytest.raises(pgerr.InvalidParameterValue, match="not a live memory this session receives"):
                 conn.execute("select pymem.record_injection(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                              [*args[:2], ids, *args[3:]])
             conn.rollback()
