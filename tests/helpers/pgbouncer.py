@@ -34,6 +34,11 @@ def binary() -> str | None:
                                               if os.path.exists(p)), None)
 
 
+def _version(exe: str) -> tuple[int, ...]:
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
+    return tuple(int(p) for p in out[1].split(".")[:2]) if len(out) > 1 else (0,)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,6 +58,9 @@ def pgbouncer(server_dsn: str, *, pool_size: int = 4) -> Iterator[tuple[str, int
     port = _free_port()
     users = ["postgres", APP_LOGIN, AGENT_LOGIN, AUDITOR_LOGIN, params.get("user") or "postgres"]
     (home / "users.txt").write_text("".join(f'"{u}" "{PASSWORD}"\n' for u in dict.fromkeys(users)))
+    # 1.21+ can track protocol-level prepared statements itself; switched off, as in most
+    # deployments and in every version before it (1.18 does not know the setting)
+    prepared = "max_prepared_statements = 0\n" if _version(exe) >= (1, 21) else ""
     (home / "pgbouncer.ini").write_text(f"""[databases]
 * = host={socket_dir} port={params.get('port') or 5432}
 
@@ -68,7 +76,7 @@ max_client_conn = 1000
 max_db_connections = {pool_size * 2}
 server_reset_query =
 ignore_startup_parameters = extra_float_digits
-log_connections = 0
+{prepared}log_connections = 0
 log_disconnections = 0
 logfile = {home / 'pgbouncer.log'}
 pidfile = {home / 'pgbouncer.pid'}
