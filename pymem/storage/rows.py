@@ -159,7 +159,12 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
     """Write checked rows on `conn` (whose transaction carries `ctx`): insert them, or with
     `replace` upsert them (a chunk replaces what it determines; see sql/queries.sql), or with
     `whole` as well replace every column the row determines (confidence, policy fingerprint,
-    kind, tags... : a writer that owns whole rows). Returns {id: revision} as written."""
+    kind, tags... : a writer that owns whole rows). Returns {id: revision} as written.
+
+    Rows are written in id order (code points), whatever order the caller gave: two batches that
+    share ids then lock the shared rows in the same order, so one waits for the other instead of
+    both deadlocking (the staged path orders the same way in SQL)."""
+    rows = sorted(rows, key=lambda r: r.id)
     if replace and not whole and len(rows) >= STAGE_FROM and all(_stageable(r) for r in rows):
         return _write_staged(conn, ctx, rows)
     name = ("replace_memories" if whole else "upsert_memories") if replace else "insert_memories"
