@@ -12,6 +12,8 @@ from .vocabulary import MAX_CONTENT_BYTES
 
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_MAX_CONTENT_BYTES = 65536
+#: How long a call waits for a pooled connection before it fails with PoolExhausted (seconds).
+DEFAULT_POOL_WAIT = 5.0
 
 
 def default_home() -> Path:
@@ -30,7 +32,7 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("pymem", appauthor=False))
 
 
-def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int | None, lo: int, hi: int) -> int | None:
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -40,6 +42,28 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> i
         raise InvalidArguments(f"{name} must be an integer, got {raw!r}") from None
     if not lo <= value <= hi:
         raise InvalidArguments(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidArguments(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not lo <= value <= hi:  # NaN fails both comparisons
+        raise InvalidArguments(f"{name} must be between {lo:g} and {hi:g} seconds, got {raw}")
+    return value
+
+
+def check_timeout_ms(value: int | None, what: str) -> int | None:
+    """None (no limit) or a whole number of milliseconds from 1 to a day."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 86_400_000:
+        raise InvalidArguments(f"{what} must be a whole number of milliseconds from 1 to 86400000, or unset")
     return value
 
 
@@ -54,6 +78,13 @@ class Settings:
     embedding_dim: PYMEM_EMBEDDING_DIM, used when the schema is first created.
     signing_key: PYMEM_SIGNING_KEY, the installation's Ed25519 private key (PEM) that signs
                  ledger checkpoints; default `home/keys/signing-ed25519.pem`, created on first use.
+    lock_timeout_ms: PYMEM_LOCK_TIMEOUT_MS, the longest a transaction pymem opens waits for a row
+                 lock (a chain head, a memory another call is writing) before the call fails with
+                 LockTimeout; None: no limit (`pymem serve` defaults it, see pymem.service.limits).
+    statement_timeout_ms: PYMEM_STATEMENT_TIMEOUT_MS, the longest one statement of such a
+                 transaction runs before it is cancelled (StatementTimeout); None: no limit.
+    pool_wait: PYMEM_POOL_WAIT, seconds a call waits for a pooled connection before it fails
+                 with PoolExhausted (every connection busy) or ServerError (none can be opened).
     """
 
     dsn: str | None = None
@@ -62,6 +93,16 @@ class Settings:
     embedding_dim: int = DEFAULT_EMBEDDING_DIM
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     signing_key: Path | None = None
+    lock_timeout_ms: int | None = None
+    statement_timeout_ms: int | None = None
+    pool_wait: float = DEFAULT_POOL_WAIT
+
+    def __post_init__(self) -> None:
+        check_timeout_ms(self.lock_timeout_ms, "lock_timeout_ms")
+        check_timeout_ms(self.statement_timeout_ms, "statement_timeout_ms")
+        if isinstance(self.pool_wait, bool) or not isinstance(self.pool_wait, (int, float)) \
+                or not 0.1 <= self.pool_wait <= 600:
+            raise InvalidArguments("pool_wait must be between 0.1 and 600 seconds")
 
     @property
     def signing_key_path(self) -> Path:
@@ -84,4 +125,7 @@ class Settings:
             embedding_dim=_int(env, "PYMEM_EMBEDDING_DIM", DEFAULT_EMBEDDING_DIM, 1, 16000),
             max_content_bytes=_int(env, "PYMEM_MAX_CONTENT_BYTES", DEFAULT_MAX_CONTENT_BYTES, 1, MAX_CONTENT_BYTES),
             signing_key=Path(key).expanduser() if key else None,
+            lock_timeout_ms=_int(env, "PYMEM_LOCK_TIMEOUT_MS", None, 1, 86_400_000),
+            statement_timeout_ms=_int(env, "PYMEM_STATEMENT_TIMEOUT_MS", None, 1, 86_400_000),
+            pool_wait=_seconds(env, "PYMEM_POOL_WAIT", DEFAULT_POOL_WAIT, 0.1, 600),
         )

@@ -31,9 +31,12 @@ class Store:
         if row is None:
             raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
         self.embedding_dim: int = row[0]
-        self.pool = db.make_pool(endpoints.app, max_size=pool_size)
+        #: The lock and statement timeouts of every transaction the store opens (settings).
+        self.timeouts = db.Timeouts(settings.lock_timeout_ms, settings.statement_timeout_ms)
+        self.pool = db.make_pool(endpoints.app, max_size=pool_size, wait=settings.pool_wait)
         # Memories.search's one autocommit statement (pymem.search_as) runs on these: no reset needed
-        self.statements = db.StatementConnections(endpoints.app, max_size=pool_size)
+        self.statements = db.StatementConnections(endpoints.app, max_size=pool_size, timeout=settings.pool_wait,
+                                                  timeouts=self.timeouts)
 
     @classmethod
     def open(cls, settings: Settings | None = None, **kwargs: Any) -> "Store":
@@ -51,13 +54,21 @@ class Store:
         self.close()
 
     @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection, waited for at most settings.pool_wait seconds (then PoolExhausted
+        when every connection is busy, ServerError when none can be opened)."""
+        with db.pooled(self.pool) as c:
+            yield c
+
+    @contextmanager
     def transaction(self, ctx: Context, conn: psycopg.Connection | None = None) -> Iterator[psycopg.Connection]:
-        """A transaction with `ctx` set. Given `conn`, a savepoint inside the caller's transaction."""
+        """A transaction with `ctx` set, under the store's lock and statement timeouts. Given
+        `conn`, a savepoint inside the caller's transaction (whose settings are the caller's)."""
         if conn is not None:
             with db.transaction(conn, ctx):
                 yield conn
             return
-        with self.pool.connection() as c, db.transaction(c, ctx):
+        with self.connection() as c, db.transaction(c, ctx, self.timeouts):
             yield c
 
     def admin_connection(self) -> psycopg.Connection:
