@@ -15,7 +15,7 @@ The app refuses to build without a key (pymem.service.auth.TokenVerifier.from_en
 
 Each tenant runs at most `per_tenant` calls at a time (pymem.service.limits): the surplus gets 429
 `tenant_busy` at once, before its body is read. Every verb runs on a worker thread, never on the
-event loop.
+event loop, and the content check of a large note in a worker process (pymem.admission.offload).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..admission import offload
 from ..config import Settings
 from ..embedder import Embedder
 from ..mcp.server import build_mcp_server, identity_from_request
@@ -47,6 +48,9 @@ from .requests import DEFAULT_MAX_BODY, bearer_token, parse_envelope, parse_json
 from .responses import error_response, json_bytes, json_response, ok_response
 
 __all__ = ["build_app"]
+
+#: Worker processes for the content check of large notes (pymem.admission.offload).
+OFFLOAD_WORKERS = 2
 
 
 class _Runtime:
@@ -71,12 +75,15 @@ class _Runtime:
             self.service = Service(store, embedder=self.embedder, per_tenant=per_tenant or None)
             self.readiness = Readiness(store, interval=self.probe_interval)
             self.readiness.start()
+            # large notes are checked in worker processes: a long scan never holds this process
+            offload.install(workers=OFFLOAD_WORKERS)
         except Exception:
             if self.given is None:
                 store.close()
             raise
 
     def close(self) -> None:
+        offload.shutdown()
         readiness, self.readiness = self.readiness, None
         if readiness is not None:
             readiness.stop()

@@ -48,9 +48,38 @@ def _pct(xs: list[float], q: float) -> float | None:
 
 
 def _token(key: str, tenant: str) -> str:
-    from ..service.auth import mint_token
+    import jwt  # the server extra's PyJWT: what the service verifies with
 
-    return mint_token(key, tenant=tenant, actor="bench", ttl=3600)
+    now = int(time.time())
+    return jwt.encode({"tenant": tenant, "actor": "bench", "iat": now, "exp": now + 3600}, key, algorithm="HS256")
+
+
+class _Caller:
+    """One keep-alive connection calling verbs: (status, JSON body) per call (standard library only)."""
+
+    def __init__(self, url: str, token: str, timeout: float = 600):
+        import http.client
+
+        host, port = url.removeprefix("http://").split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def call(self, verb: str, args: dict[str, Any], key: str | None = None) -> tuple[int, Any]:
+        import json
+
+        body = {"verb": verb, "args": args, **({"idempotency_key": key} if key else {})}
+        self.conn.request("POST", "/v1/call", body=json.dumps(body).encode(), headers=self.headers)
+        response = self.conn.getresponse()
+        data = response.read()
+        if response.getheader("connection", "").lower() == "close":
+            self.conn.close()
+        return response.status, json.loads(data)
+
+    def __enter__(self) -> "_Caller":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
 
 
 class _Server:
@@ -63,12 +92,11 @@ class _Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "pymem.cli", "serve", "--port", str(self.port), *extra],
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
-        from ..client import Client
-
         while True:
             try:
-                with Client(self.url, _token(self.key, "probe")) as c:
-                    c.health()
+                with _Caller(self.url, _token(self.key, "probe")) as c:
+                    if c.call("health", {})[0] != 200:
+                        raise RuntimeError("not ready")
                 break
             except Exception:  # noqa: BLE001 - not up yet
                 if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -97,17 +125,15 @@ def _healthz(url: str) -> float:
 
 def _measure(url: str, key: str, tenant: str, what: str, seconds: float) -> dict[str, list[float]]:
     """Time the quiet tenant's call (`recall` or `list`) and /healthz, alternately, for `seconds`."""
-    from ..client import Client
-
     out: dict[str, list[float]] = {"call": [], "healthz": []}
     stop = time.monotonic() + seconds
-    with Client(url, _token(key, tenant)) as client:
+    with _Caller(url, _token(key, tenant)) as client:
         while time.monotonic() < stop:
             t0 = time.perf_counter()
             if what == "recall":
-                client.recall("quarterly budget review", top_k=3)
+                client.call("recall", {"query": "quarterly budget review", "top_k": 3})
             else:
-                client.list_chunks(limit=20)
+                client.call("list", {"limit": 20})
             out["call"].append(time.perf_counter() - t0)
             out["healthz"].append(_healthz(url))
             time.sleep(0.02)
@@ -115,44 +141,40 @@ def _measure(url: str, key: str, tenant: str, what: str, seconds: float) -> dict
 
 
 def _hostile_client(url: str, key: str, n: int, seconds: float, counts) -> None:
-    from ..client import Client
-
     note = ("abcdefghij" * (NOTE_BYTES // 10 + 1))[:NOTE_BYTES - 16] + f"{n:08d}"
     stop = time.monotonic() + seconds
     done = errors = 0
-    with Client(url, _token(key, f"hostile-{n}"), timeout=600) as client:
+    with _Caller(url, _token(key, f"hostile-{n}")) as client:
         i = 0
         while time.monotonic() < stop:
             i += 1
-            try:
-                client.remember({"content": note[:-8] + f"{i:08d}"}, {"origin": "user_asserted"})
+            status, _ = client.call("remember", {"record": {"content": note[:-8] + f"{i:08d}"},
+                                                 "provenance": {"origin": "user_asserted"}})
+            if status == 200:
                 done += 1
-            except Exception:  # noqa: BLE001 - counted
+            else:
                 errors += 1
     counts.put((done, errors))
 
 
 def _fair_client(url: str, key: str, n: int, seconds: float, counts) -> None:
-    from ..client import Client
-
     rng = random.Random(n)
     stop = time.monotonic() + seconds
     done = busy = errors = 0
-    with Client(url, _token(key, "noisy"), timeout=600) as client:
+    with _Caller(url, _token(key, "noisy")) as client:
         i = 0
         while time.monotonic() < stop:
             i += 1
             batch = [{"id": f"n{n}-{i}-{j}", "content": f"note {j}", "embedding": [rng.gauss(0, 1) for _ in range(384)]}
                      for j in range(2000)]
-            try:
-                client.upsert_many(batch, idempotency_key=f"n{n}-{i}")
+            status, body = client.call("upsert_many", {"records": batch}, key=f"n{n}-{i}")
+            if status == 200:
                 done += 1
-            except Exception as exc:  # noqa: BLE001 - counted
-                if type(exc).__name__ == "TenantBusy":
-                    busy += 1
-                    time.sleep(getattr(exc, "retry_after", None) or 1.0)
-                else:
-                    errors += 1
+            elif status == 429:
+                busy += 1
+                time.sleep(1.0)
+            else:
+                errors += 1
     counts.put((done, busy, errors))
 
 
@@ -194,11 +216,10 @@ def decision_times() -> dict[str, float]:
 
 
 def _seed_quiet(url: str, key: str, tenant: str) -> None:
-    from ..client import Client
-
-    with Client(url, _token(key, tenant)) as client:
+    with _Caller(url, _token(key, tenant)) as client:
         for i in range(20):
-            client.remember({"content": f"the quarterly budget review {i} is on a Tuesday"}, {"origin": "user_asserted"})
+            client.call("remember", {"record": {"content": f"the quarterly budget review {i} is on a Tuesday"},
+                                     "provenance": {"origin": "user_asserted"}})
 
 
 def _run(target, clients: int, what: str, seconds: float, extra: list[str],
