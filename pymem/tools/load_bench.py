@@ -64,6 +64,9 @@ class _Caller:
         self.conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
         self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
+    def reconnect(self) -> None:
+        self.conn.close()
+
     def call(self, verb: str, args: dict[str, Any], key: str | None = None) -> tuple[int, Any]:
         import json
 
@@ -167,7 +170,11 @@ def _fair_client(url: str, key: str, n: int, seconds: float, counts) -> None:
             i += 1
             batch = [{"id": f"n{n}-{i}-{j}", "content": f"note {j}", "embedding": [rng.gauss(0, 1) for _ in range(384)]}
                      for j in range(2000)]
-            status, body = client.call("upsert_many", {"records": batch}, key=f"n{n}-{i}")
+            try:
+                status, body = client.call("upsert_many", {"records": batch}, key=f"n{n}-{i}")
+            except OSError:  # refused before its 15 MB body was read (429): the service closed the connection
+                client.reconnect()
+                status = 429
             if status == 200:
                 done += 1
             elif status == 429:
@@ -233,7 +240,10 @@ def _run(target, clients: int, what: str, seconds: float, extra: list[str],
         procs, (counts,) = _load(target, server.url, server.key, clients, seconds)
         time.sleep(1.0)
         loaded = _measure(server.url, server.key, "quiet", what, seconds - 1.0)
-        tallies = [counts.get(timeout=seconds + 600) for _ in procs]
+        tallies = []
+        for p in procs:
+            p.join(seconds + 600)
+            tallies.append(counts.get(timeout=5) if p.exitcode == 0 else (0, 0, 1))
         for p in procs:
             p.join(60)
     finally:
