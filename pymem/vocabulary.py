@@ -19,7 +19,7 @@ __all__ = [
     "Origin", "ORIGINS", "INJECTED", "OPERATOR_ORIGIN", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
     "MAX_NAME", "MAX_ID", "MAX_IDEMPOTENCY_KEY", "MAX_CONTENT_BYTES", "MAX_RECORD_BYTES",
     "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
-    "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text",
+    "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text", "MAX_QUERY_BYTES",
     "LESSON_KIND", "FACT_KIND", "LESSON_HALF_LIVES", "LESSON_TYPES", "FACT_SCOPES",
 ]
 
@@ -115,6 +115,9 @@ MAX_TAGS = 64
 MAX_TAG = 100
 #: The most results one search returns.
 MAX_TOP_K = 1000
+#: Longest text query of recall, deliver and search-by-text (UTF-8 bytes): a query is a question, not
+#: a document; a longer one is refused (InvalidArguments) before it is embedded, never cut.
+MAX_QUERY_BYTES = 8192
 #: What pymem.record_refusal accepts: the source, the reason and a detector signature (characters).
 MAX_REFUSAL_SOURCE = 200
 MAX_REFUSAL_REASON = 300

@@ -47,6 +47,16 @@ set session authorization default; reset role; reset all
 -- A transaction-local lock_timeout (a refusal's audit must not wait forever for a chain lock)
 select set_config('lock_timeout', %s, true)
 
+-- name: set_call_timeouts --
+-- A transaction's lock_timeout and statement_timeout (each NULL: left as the server has it), so a held row lock or a runaway statement fails the call instead of holding its connection
+select set_config('lock_timeout', coalesce(%s, current_setting('lock_timeout')), true),
+       set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), true)
+
+-- name: set_session_timeouts --
+-- The same two limits for the whole session of a connection pymem keeps for one-statement calls (never reset, never shared)
+select set_config('lock_timeout', coalesce(%s, current_setting('lock_timeout')), false),
+       set_config('statement_timeout', coalesce(%s, current_setting('statement_timeout')), false)
+
 -- ============================================================================================
 -- schema and server facts
 -- ============================================================================================
@@ -157,7 +167,7 @@ copy pg_temp.pymem_stage (tenant_id, id, scope, kind, content, record, embedding
                           invalidated_at, superseded_by) from stdin (format binary)
 
 -- name: upsert_from_stage --
--- upsert_memories for every staged row in one statement: the caller's RLS, the triggers and one chain lock per tenant
+-- upsert_memories for every staged row in one statement: the caller's RLS, the triggers and one chain lock per tenant; rows are taken in id order (code points, as Python sorts them) so overlapping batches lock them in one order and queue instead of deadlocking
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
                                  policy_fingerprint, valid_from, invalidated_at, superseded_by)
@@ -165,6 +175,7 @@ select s.tenant_id, s.id, s.scope, s.kind, s.content, s.record, s.embedding, s.t
        s.origin, s.source_adapter, s.provenance, s.injection_source, s.policy_fingerprint,
        coalesce(s.valid_from, now()), s.invalidated_at, s.superseded_by
   from pg_temp.pymem_stage s
+ order by s.id collate "C"
 on conflict (tenant_id, id) do update
    set scope = excluded.scope, content = excluded.content, record = excluded.record,
        embedding = excluded.embedding, origin = excluded.origin, provenance = excluded.provenance,
@@ -526,6 +537,10 @@ select tenant_id, id, scope, source_adapter, surface, incognito, topic, summary,
  where tenant_id = %s and not incognito and erased_at is null and id is distinct from %s
  order by started_at desc, id
  limit %s
+
+-- name: live_memory_ids --
+-- Which of tenant %s's memories %s are still live in this context (a delivery drops the ones deleted or erased since it ranked them)
+select m.id from pymem.memories m where m.tenant_id = %s and m.id = any(%s) and m.erased_at is null
 
 -- name: session_start_times --
 -- When each of these sessions started (%s tenant, %s ids)

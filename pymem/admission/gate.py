@@ -60,7 +60,7 @@ from ..storage.chunks import first_present
 from ..storage.rows import operator_origin_refusal
 from ..storage.sessions import session_row
 from ..storage.validate import check_id
-from ..vocabulary import CONTENT_KEYS, ID_KEYS, VECTOR_KEYS
+from ..vocabulary import CONTENT_KEYS, ID_KEYS, MAX_RECORD_BYTES, VECTOR_KEYS, canonical_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
@@ -174,6 +174,24 @@ def judge_or_refuse(memories: "Memories", record: Mapping[str, Any], provenance:
     return decision
 
 
+def _check_size(memories: "Memories", record: Mapping[str, Any]) -> None:
+    """Refuse an oversized note before it is judged: the content check reads the whole record,
+    and what could never be stored is not worth reading (InvalidArguments, nothing audited)."""
+    limit = memories.store.settings.max_content_bytes
+    content = first_present(record, CONTENT_KEYS)
+    if isinstance(content, str) and len(content) > limit // 4:  # a character is at most 4 bytes
+        size = len(content.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise InvalidArguments(f"content is {size} bytes, the limit is {limit}")
+    try:
+        text = canonical_json({k: v for k, v in record.items() if k not in VECTOR_KEYS})
+        size = len(text.encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return  # not JSON: the checks after judging name what is wrong
+    if size > MAX_RECORD_BYTES:
+        raise InvalidArguments(f"the record is {size} bytes as JSON, the limit is {MAX_RECORD_BYTES}")
+
+
 @dataclass(frozen=True)
 class Screened:
     """A record the gate admitted, not yet written: `record` is what `admit` returns, `row` the
@@ -198,6 +216,7 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
     if not isinstance(policy, AdmissionPolicy):
         raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
 
+    _check_size(memories, record)
     judge_or_refuse(memories, record, provenance, policy, conn=conn)
 
     out = admitted_record(record, provenance, policy)

@@ -161,6 +161,11 @@ def check_content(record: Mapping[str, Any], provenance: Provenance, policy: Adm
     return found
 
 
+#: What the gate and recall call to check content: check_content itself, unless a long-running
+#: service routed large notes to worker processes (pymem.admission.offload.install).
+content_check = check_content
+
+
 def _believed(verb: str, origin: Origin, rule, given: float | None, policy: AdmissionPolicy) -> "Decision":
     """A positive Decision at the confidence the rule believes, saying when it capped `given`."""
     confidence = rule.cap(given)
@@ -174,7 +179,7 @@ def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: A
     """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
     then the origin's rule (persists at all, citation, injection source)."""
     origin = provenance.origin
-    found = check_content(record, provenance, policy)
+    found = content_check(record, provenance, policy)
     if found is not None:
         return Decision(False, found.reason, found.name, None, origin, policy.fingerprint, found.score,
                         found.piece_digest)

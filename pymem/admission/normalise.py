@@ -55,6 +55,9 @@ _HOMOGLYPHS = str.maketrans(
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s", "!": "i", "|": "i"})
 _LEET_TOKEN = re.compile(r"[a-z0-9@$!|]+")
+# Only the tokens _deleet changes: whole tokens (from their first character, to their last) that
+# hold a letter next to a leet character, so the Python callback runs on those alone.
+_MIXED_TOKEN = re.compile(r"(?<![a-z0-9@$!|])(?=[a-z0-9@$!|]*?(?:[a-z][0-9@$!|]|[0-9@$!|][a-z]))[a-z0-9@$!|]++")
 _WS = re.compile(r"\s+")
 # Separators an attacker puts between letters to break up a word.
 _INTRA_SEP = re.compile(r"(?<=[a-z])[.\-_*·•|/\\~+'\"^=]+(?=[a-z])")
@@ -104,7 +107,7 @@ def _deleet(text: str) -> str:
             return tok.translate(_LEET)
         return tok
 
-    return _LEET_TOKEN.sub(fix, text)
+    return _MIXED_TOKEN.sub(fix, text)
 
 
 def _join_run(m: re.Match[str]) -> str:

@@ -23,10 +23,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from psycopg import errors as pgerr
-
 from .. import db, queries
-from ..errors import ServerError
+from ..errors import LockTimeout
 from ..vocabulary import MAX_REFUSAL_REASON, MAX_REFUSAL_SOURCE, is_plain_text
 from .classifier import classify
 from .scanning import instruction_shaped
@@ -43,6 +41,7 @@ log = logging.getLogger(__name__)
 #: instead of hanging (a caller holding that lock in another open transaction would otherwise
 #: wait on us forever, and we on it).
 LOCK_TIMEOUT = "10s"
+LOCK_TIMEOUT_MS = 10_000
 #: Limits enforced by pymem.record_refusal (sql/schema.sql).
 MAX_SOURCE = MAX_REFUSAL_SOURCE
 MAX_REASON = MAX_REFUSAL_REASON
@@ -79,25 +78,20 @@ def record_refusal(store: "Store", ctx: "Context", *, origin: str, source: str |
     args = (origin, audit_source(source), _clean(reason, MAX_REASON) or "refused", signature, digest,
             policy_fingerprint, None if score is None else round(float(score), 6),
             piece_digest if score is not None else None)
+    timeouts = store.timeouts
+    wait = LOCK_TIMEOUT if timeouts.lock_ms is None or timeouts.lock_ms >= LOCK_TIMEOUT_MS else f"{timeouts.lock_ms}ms"
     try:
         # the store's one-statement connections, not the pool: a verb holding a pool connection in its
         # own transaction refuses without waiting for a second one from the same pool
         with store.statements.connection() as conn:
-            with db.transaction(conn, ctx):
-                conn.execute(queries.query("set_lock_timeout"), (LOCK_TIMEOUT,))
+            with db.transaction(conn, ctx, timeouts=timeouts):
+                conn.execute(queries.query("set_lock_timeout"), (wait,))
                 seq = conn.execute(queries.query("record_refusal"), args).fetchone()[0]
-    except pgerr.LockNotAvailable as exc:
-        raise ServerError(
-            f"could not record the refusal's audit event within {LOCK_TIMEOUT}: tenant {ctx.tenant}'s chain is "
-            "locked by another open transaction (one that already wrote to this tenant, perhaps the caller's own)"
-        ) from exc
-    except ServerError as exc:
-        if isinstance(exc.__cause__, pgerr.LockNotAvailable):
-            raise ServerError(
-                f"could not record the refusal's audit event within {LOCK_TIMEOUT}: tenant {ctx.tenant}'s chain "
-                "is locked by another open transaction (one that already wrote to this tenant, perhaps the "
-                "caller's own)") from exc
-        raise
+    except LockTimeout as exc:
+        raise LockTimeout(
+            f"could not record the refusal's audit event within {wait}: tenant {ctx.tenant}'s chain is locked by "
+            "another open transaction (one that already wrote to this tenant, perhaps the caller's own); nothing "
+            "was written", retry_after=exc.retry_after) from exc
     log.info("admission refused: tenant=%s origin=%s signature=%s score=%s audit_seq=%s digest=%s",
              ctx.tenant, origin, signature, score, seq, digest)
     return int(seq)

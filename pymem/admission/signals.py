@@ -60,6 +60,11 @@ _DEST = (r"(?:https?://|hxxps?://|ftp://|www\.|[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+|(
          r"ai|me|sh|to|gg|pw|su|ws)\b|\bwebhook|\bpastebin|\bdiscord|\btelegram|\bngrok|\bgist\b|\bexternal\s+(?:server|address|"
          r"endpoint|url|inbox|account)|\bthis\s+(?:address|url|link|endpoint|server|inbox))")
 
+# A query parameter holding a placeholder for data: "q={history}", "d=${summary}", "x=%7buser%7d".
+_PLACEHOLDER = (r"[\w\-]+=(?:\{|\[|<|%7b|%5b|%3c|\$\{?)\s*[\w\s\-]{0,40}?(?:data|summary|conversation|chat|history|"
+                r"memory|user|query|context|message|email|password|token|key|secret|name|info|content|input|answer|response|"
+                r"question|credential)")
+
 _SIGNAL_PATTERNS: dict[str, tuple[str, ...]] = {
     ADDRESSED: (
         r"\byou\s*,?\s+(?:the|an?|as\s+the|as\s+an?|my)\s+(?:\w+\s+)?" + _AI + r"\b",
@@ -104,7 +109,7 @@ _SIGNAL_PATTERNS: dict[str, tuple[str, ...]] = {
         r"(?:^|\n|\|)\s*(?:system|admin|developer|operator|security)\s+(?:override|directive|command|instruction|message|alert)s?\b",
         r"\b(?:begin|start|end)\s+(?:of\s+)?(?:system|hidden|secret|admin|developer)\s+(?:prompt|instructions?|message|block)\b",
         r"\"(?:role)\"\s*:\s*\"(?:system|assistant|developer)\"",
-        r"#{2,}\s*/?\s*(?:system|sys|instructions?|admin|developer|prompt|context|end|new\s+instructions?)\s*#{2,}",
+        r"(?<!#)#{2,}+\s*/?\s*(?:system|sys|instructions?|admin|developer|prompt|context|end|new\s+instructions?)\s*#{2,}",
         r"\[\s*/?\s*(?:end\s+of\s+|begin\s+of\s+|start\s+of\s+)?(?:context|document|input|data|user\s+input|conversation|prompt)"
         r"(?:\s+(?:end|ends|ended|start|starts|begins?|over|closed))?\s*\]",
         r"\b(?:end|close)\s+(?:of\s+)?(?:the\s+)?(?:user\s+input|context|system\s+prompt|conversation)\b[\s.:\-\]>]*(?:new|begin|start|now|admin|system)",
@@ -140,9 +145,10 @@ _SIGNAL_PATTERNS: dict[str, tuple[str, ...]] = {
     EXFIL: (
         r"\b" + _SEND + r"\b[^\n]{0,120}?\b" + _DATA + r"\b[^\n]{0,120}?\b(?:to|into|at|via|onto|on|using|through|with)\b[^\n]{0,40}?" + _DEST,
         r"\b" + _SEND + r"\b[^\n]{0,80}?\b(?:to|into|at|via|onto)\s+(?:\S+\s+){0,2}?" + _DEST + r"[^\n]{0,120}?\b" + _DATA + r"\b",
-        r"!\[[^\]\n]*\]\(\s*<?(?:https?|hxxps?)://[^)\s]*[?&=/](?:[^)\s]*)(?:\{|\[|<|%7b|%5b|%3c|\$)",
-        r"(?:https?|hxxps?)://[^\s)\"']*[?&][\w\-]+=(?:\{|\[|<|%7b|%5b|%3c|\$\{?)\s*[\w\s\-]{0,40}?(?:data|summary|conversation|chat|history|"
-        r"memory|user|query|context|message|email|password|token|key|secret|name|info|content|input|answer|response|question|credential)",
+        r"(?<![^\]\n])(?>[^\]\n]*?!\[)[^\]\n]*+\]\(\s*<?(?:https?|hxxps?)://[^)\s?&=/]*+[?&=/]"
+        r"(?:[^)\s{\[<$%]|%(?!7b|5b|3c))*+(?:\{|\[|<|%7b|%5b|%3c|\$)",
+        r"(?<![^\s)\"'])(?>[^\s)\"']*?(?:https?|hxxps?)://)(?:[^\s)\"'?&]|[?&](?!" + _PLACEHOLDER + r"))*+[?&]"
+        + _PLACEHOLDER,
         r"\b(?:append|add|attach|encode|include|put|insert|embed)\s+(?:\w+\s+){0,4}?" + _DATA + r"\b[^\n]{0,60}?\b(?:to|in|into|as)\s+"
         r"(?:the\s+|this\s+|a\s+|each\s+|every\s+)?(?:url|link|query\s+string|query\s+parameter|parameter|image\s+(?:url|link|src)|"
         r"request|webhook|address)\b",
@@ -215,8 +221,15 @@ SIGNALS: dict[str, tuple[re.Pattern[str], ...]] = {name: tuple(re.compile(p) for
 SIGNAL_NAMES: tuple[str, ...] = tuple(SIGNALS)
 
 # The two costliest patterns (a send verb, then data, then a destination, with gaps between)
-# cannot match a text that has no destination at all: look for one first, once.
-_DEST_RE = re.compile(_DEST)
+# cannot match a text that has no destination at all: look for a sign of one first, once. Each
+# alternative is something every match of the matching alternative of _DEST contains (a scheme's
+# "://", an address's "@", an IP's "<digit>.<digit>", a domain's ".<tld>" and so on), so a text
+# without any cannot hold a destination; all start with a literal, so the look is linear (_DEST
+# itself is not: its address and domain alternatives rescan a long run from every position).
+_DEST_HINT = re.compile(
+    r"://|www\.|@|\d\.\d|\.(?:com|net|org|io|co|xyz|ru|cn|top|site|online|info|biz|app|dev|cc|tk|link|click|zip|ly|"
+    r"ai|me|sh|to|gg|pw|su|ws)\b|webhook|pastebin|discord|telegram|ngrok|gist\b|external\s+(?:server|address|endpoint|url|"
+    r"inbox|account)|this\s+(?:address|url|link|endpoint|server|inbox)")
 _NEEDS_DEST = {id(p) for p in SIGNALS[EXFIL][:2]}
 
 
@@ -224,7 +237,7 @@ def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list[bo
     for p in patterns:
         if id(p) in _NEEDS_DEST:
             if has_dest[0] is None:
-                has_dest[0] = _DEST_RE.search(text) is not None
+                has_dest[0] = _DEST_HINT.search(text) is not None
             if not has_dest[0]:
                 continue
         if p.search(text):

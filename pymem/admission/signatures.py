@@ -54,6 +54,23 @@ _TARGET = (
     r"|(?:a|the|my|our)\s+webhook|pastebin|discord|telegram)"
 ).replace("{tld}", _TLDS)
 
+# The same test as _TARGET where only whether it occurs matters (an `also` pattern), in a form
+# that stays linear: an address is looked for from the start of its run only, a phone number from
+# the first digit of its run, a domain as "<letter>.<tld>" (every domain _TARGET finds ends so);
+# each finds a match exactly when _TARGET's alternative finds one somewhere.
+_TARGET_ANY = (
+    r"(?:<?[a-z][a-z0-9+.\-]{1,9}://"
+    r"|www\."
+    r"|(?<![\w.+\-])[\w.+\-]++@[\w\-]+(?:\.[\w\-]+)+"
+    r"|(?:\d{1,3}\.){3}\d{1,3}"
+    r"|(?<![\d\s().\-])[\s().\-]*+\d[\d\s().\-]{6,}\d"
+    r"|[\w\-]\.{tld}\b"
+    r"|(?:this|that|the\s+following|the\s+below|my|our)\s+(?:(?:personal|private|backup|external|secure|new|other|alternate|secondary)\s+)*"
+    r"(?:address|e-?mail|url|link|endpoint|server|webhook|account|inbox|number|channel|bucket|site|domain|api|gist)"
+    r"|(?:an?\s+)?(?:external|third[- ]party|remote|outside|personal|private|backup|public)\s+(?:address|e-?mail|url|server|endpoint|webhook|account|inbox|bucket|gist|paste|repo(?:sitory)?|channel)"
+    r"|(?:a|the|my|our)\s+webhook|pastebin|discord|telegram)"
+).replace("{tld}", _TLDS)
+
 _DESTINATION = (
     r"(?:address|account|iban|e-?mail(?:\s+address)?|url|endpoint|domain|website|site|link|portal|server|webhook|inbox|(?:phone\s+)?number)"
 )
@@ -346,7 +363,7 @@ INSTRUCTION_SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "exfil.markdown_beacon",
-        r"!\[[^\]\n]*\]\(\s*<?[a-z][a-z0-9+.\-]*://[^)\s]*(?:\{|%7b|\$|<|\[)"
+        r"(?<![^\]\n])(?>[^\]\n]*?!\[)[^\]\n]*+\]\(\s*<?[a-z][a-z0-9+.\-]*://[^)\s]*(?:\{|%7b|\$|<|\[)"
         r"|\b(?:render|display|show|load|fetch|embed|include)\s+(?:this\s+|an?\s+|the\s+)?(?:image|pixel|img)\b[^\n]{0,80}?"
         r"(?:https?://|\{)[^\n]{0,120}?(?:\{|user|conversation|chat|history|summary|memory)",
         description="markdown image whose URL carries conversation data",
@@ -427,7 +444,7 @@ INSTRUCTION_SIGNATURES: tuple[Signature, ...] = (
         r"outstanding\s+|pending\s+|customer\s+|password\s+reset\s+|support\s+)*(?:payments?|invoices?|funds|transfers?|wires?|deposits?|remittances?|refunds?|refund\s+requests|"
         r"payroll|emails?|mail|messages|correspondence|calls|inquiries|enquiries|questions|requests?|tickets?|orders|shipments|deliveries|"
         r"customers|clients|donations|money|users)\b[^.!?\n]{0,60}?\b(?:to|towards|into|at|there)\b",
-        also=r"(?:" + _TARGET + r"|\bthere\b|\bnew\b|\bit\b|\baccount\b|\d{6,})",
+        also=r"(?:" + _TARGET_ANY + r"|\bthere\b|\bnew\b|\bit\b|\baccount\b|\d{6,})",
         description="redirect payments/emails/requests to ...",
     ),
     _sig(
@@ -485,11 +502,11 @@ INSTRUCTION_SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "impersonation.header",
-        r"(?:^|[\n\[(<{*#>|]|[\-=_~]{2,}|:)\s*(?:\*\*|#{1,4}\s*)?(?:(?:urgent|important|priority|official|mandatory|critical|new|automated|verified)\s+)*"
+        r"(?:^|[\n\[(<{*#>|]|(?<![\-=_~])[\-=_~]{2,}+|:)\s*(?:\*\*|#{1,4}\s*)?(?:(?:urgent|important|priority|official|mandatory|critical|new|automated|verified)\s+)*"
         r"(?:(?:system|operator|root|openai|anthropic|platform)(?:[\s\-]+level)?\s+(?:message|override|instructions?|directive|command|prompt|order)"
         r"|(?:admin|administrator|developer|dev|sysadmin|moderator|security|it\s+(?:department|dept)|supervisor)(?:[\s\-]+level)?\s+"
         r"(?:override|directive|command|instructions?|order))s?\b\s*(?:\*\*)?\s*(?:[:\](>)}\-=!]|\bfrom\b|\d|$)"
-        r"|(?:^|[\n\[(<{*#>|]|[\-=_~]{2,})\s*(?:\*\*|#{1,4}\s*)?(?:(?:urgent|important|priority|official|mandatory|critical|automated|verified)\s+)*"
+        r"|(?:^|[\n\[(<{*#>|]|(?<![\-=_~])[\-=_~]{2,}+)\s*(?:\*\*|#{1,4}\s*)?(?:(?:urgent|important|priority|official|mandatory|critical|automated|verified)\s+)*"
         r"(?:" + _ROLE + r")(?:[\s\-]+level)?(?:\s+(?:note|notice|message|memo|update|alert|announcement|policy\s+update|policy|request))?s?\s*(?:\*\*)?\s*[:\]>\-]"
         r"(?=[^\n]{0,200}" + _AGENT_DIRECTED + r")"
         r"|\b(?:this\s+is|the\s+following\s+is)\s+(?:an?\s+|the\s+)?(?:\w+\s+){0,2}?(?:system|operator|admin|developer)(?:[\s\-]+level)?\s+"

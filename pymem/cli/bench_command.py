@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from .common import echo_json, handle_errors, json_option, open_store, stderr
@@ -30,13 +32,22 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
               help="Instead: what one deliver costs (pool checkouts, round trips and statements on the wire, "
                    "p50/p95), deliver and deliver with lessons (what the service runs); --queries sets the calls "
                    "[default: 200].")
+@click.option("--hostile", is_flag=True,
+              help="Instead: through `pymem serve`, 4 clients sending 64 KiB notes for --seconds; /healthz p99 and a "
+                   "quiet tenant's recall p50 against idle, and one 64 KiB note's decision time.")
+@click.option("--fairness", is_flag=True,
+              help="Instead: through `pymem serve`, one tenant running 4 concurrent 2,000-record upsert_many for "
+                   "--seconds; a quiet tenant's list p50 against idle.")
+@click.option("--seconds", type=click.FloatRange(5, 3600), default=30.0, show_default=True,
+              help="How long --hostile and --fairness load the service.")
 @click.option("--scaling", is_flag=True,
               help="Run the whole benchmark at 10,000, 30,000 and 100,000 rows (--rows is ignored) and tabulate "
                    "search p50, upsert rows/s and verification throughput per size.")
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, admission: bool, deliver: bool, scaling: bool, as_json: bool) -> None:
+          keep: bool, langgraph: bool, admission: bool, deliver: bool, hostile: bool, fairness: bool, seconds: float,
+          scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
@@ -62,8 +73,19 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and statements per call (read off
     the wire by a counting proxy) and latency p50/p95.
 
+    With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
+    configured store and loaded from other processes (pymem.tools.load_bench); the quiet tenant's
+    p50 is reported beside its idle value in the same run.
+
     Example: pymem bench --rows 20000 --queries 50
     """
+    if hostile or fairness:
+        from ..tools import load_bench
+
+        run = load_bench.run_hostile if hostile else load_bench.run_fairness
+        result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
+        click.echo(json.dumps(result) if as_json else load_bench.format_load_report(result))
+        return
     if sum((langgraph, admission, deliver)) > 1:
         raise click.UsageError("choose one of --langgraph, --admission and --deliver")
     if scaling and (langgraph or admission or deliver):

@@ -31,8 +31,21 @@ def _service(name: str) -> Callable[..., Any]:
               help="Database connections the service keeps.")
 @click.option("--max-request-bytes", type=click.IntRange(1024, 1 << 30), default=16 * 1024 * 1024,
               show_default=True, help="Largest request body accepted (413 above it).")
+@click.option("--tenant-calls", type=click.IntRange(0, 10_000), default=None,
+              help="Most concurrent calls of one tenant; more get 429 tenant_busy at once "
+                   "[default: a quarter of --pool-size; 0: no limit].")
+@click.option("--lock-timeout", "lock_timeout_ms", type=click.IntRange(1, 86_400_000), default=None,
+              help="Milliseconds a call waits for a row lock before 503 lock_timeout "
+                   "[env: PYMEM_LOCK_TIMEOUT_MS; default 5000].")
+@click.option("--statement-timeout", "statement_timeout_ms", type=click.IntRange(1, 86_400_000), default=None,
+              help="Milliseconds one statement of a call may run before 503 statement_timeout "
+                   "[env: PYMEM_STATEMENT_TIMEOUT_MS; default 30000].")
+@click.option("--pool-wait", type=click.FloatRange(0.1, 600), default=None,
+              help="Seconds a call waits for a free connection before 503 pool_saturated "
+                   "[env: PYMEM_POOL_WAIT; default 5].")
 @handle_errors
-def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int) -> None:
+def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, tenant_calls: int | None,
+                  lock_timeout_ms: int | None, statement_timeout_ms: int | None, pool_wait: float | None) -> None:
     """Serve the memory service over HTTP, with MCP at /mcp; every call carries a signed token.
 
     Routes: POST /v1/handshake, POST /v1/call ({"verb", "args", "idempotency_key"}), GET /healthz,
@@ -41,9 +54,21 @@ def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int) 
     with PYMEM_JWT_AUDIENCE and PYMEM_JWT_ISSUER checked when set; the service refuses to start
     without a key. The token's claims are the call's tenant, actor, adapter and scope.
 
-    Example: pymem serve --host 127.0.0.1 --port 8080
+    Under load it fails fast rather than queue: a tenant beyond --tenant-calls gets 429
+    tenant_busy, a call that finds no free connection within --pool-wait 503 pool_saturated, a
+    row lock held past --lock-timeout 503 lock_timeout, all with Retry-After. /readyz answers
+    at once from a background probe; with the embedded Postgres (no PYMEM_DSN) that probe also
+    restarts the server if it dies.
+
+    Example: pymem serve --host 127.0.0.1 --port 8080 --tenant-calls 2
     """
-    _service("serve")(host, port, pool_size=pool_size, max_body=max_request_bytes)
+    import dataclasses
+
+    settings = _service("Settings").from_env()
+    overrides = {k: v for k, v in (("lock_timeout_ms", lock_timeout_ms), ("statement_timeout_ms", statement_timeout_ms),
+                                   ("pool_wait", pool_wait)) if v is not None}
+    _service("serve")(host, port, settings=dataclasses.replace(settings, **overrides), pool_size=pool_size,
+                      max_body=max_request_bytes, per_tenant=tenant_calls)
 
 
 @click.command("mcp")

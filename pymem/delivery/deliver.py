@@ -42,8 +42,8 @@ from .. import queries
 from ..admission.policy import AdmissionPolicy
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..embedder import Embedder
-from ..errors import InvalidArguments, UnknownSession
-from ..recall import RecalledMemory, candidate_count, judge_hit, recall_session
+from ..errors import ContextError, InvalidArguments, UnknownSession
+from ..recall import RecalledMemory, candidate_count, check_query_text, judge_hit, recall_session
 from ..storage.search import SearchHit, check_top_k
 from ..storage.sessions import SessionRow, session_row
 from . import injections
@@ -174,6 +174,16 @@ def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
                          score=score, similarity=float(hit.score) if section == "recalled" else None)
 
 
+#: How often a delivery records its block again after memories of it vanished concurrently.
+_RECORD_ATTEMPTS = 3
+
+
+def _live(memories: "Memories", ids: Sequence[str], conn: psycopg.Connection | None) -> set[str]:
+    """Which of `ids` are still live memories of this context."""
+    with memories.store.transaction(memories.ctx, conn) as c:
+        return {row[0] for row in c.execute(queries.query("live_memory_ids"), (memories.ctx.tenant, list(ids)))}
+
+
 def _check_lessons(lessons: Any) -> list[DeliveredLesson] | None:
     if lessons is None:
         return None
@@ -208,6 +218,8 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     _count(max_hot, "max_hot", 0, 1000)
     if query is not None and not isinstance(query, str):
         raise InvalidArguments(f"the query must be text, not {type(query).__name__}")
+    if query is not None:
+        check_query_text(query, "the delivery query")
     lessons = _check_lessons(lessons)
     floor = check_floor(floor) if floor is not None else similarity_floor()
     tiers = tiers if tiers is not None else TrustTiers.from_env()
@@ -250,17 +262,34 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
                      [_item("recalled", hit, times, score) for score, hit in recalled], lessons=lessons, budget=budget,
                      counter=counter)
 
+        for attempt in range(_RECORD_ATTEMPTS):
+            block_sha256 = hashlib.sha256(fitted.text.encode("utf-8")).hexdigest()
+            try:
+                with memories.store.transaction(memories.ctx, c) as w:
+                    seq = injections.record_injection(
+                        w, session_id=session_id, turn=turn,
+                        memory_ids=[i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
+                        + [i.id for i in fitted.recalled],
+                        hot_ids=[i.id for i in fitted.hot], lesson_ids=[lesson.id for lesson in fitted.lessons],
+                        digest_sessions=[d.session_id for d in fitted.digest], block_sha256=block_sha256,
+                        tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
+                        policy_fingerprint=policy.fingerprint, tiers_fingerprint=tiers.fingerprint)
+                break
+            except ContextError:
+                # A memory of the block was deleted or erased after it was ranked (a concurrent call):
+                # deliver without it rather than fail the turn. Anything else is raised as it was.
+                named = [i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons] + [i.id for i in fitted.recalled]
+                gone = set(named) - _live(memories, named, c)
+                if not gone or attempt == _RECORD_ATTEMPTS - 1:
+                    raise
+                hot = [h for h in hot if h.id not in gone]
+                recalled = [(score, hit) for score, hit in recalled if hit.id not in gone]
+                if lessons is not None:
+                    lessons = [lesson for lesson in lessons if lesson.id not in gone]
+                fitted = fit(digest, [_item("hot", h, times) for h in hot],
+                             [_item("recalled", hit, times, score) for score, hit in recalled], lessons=lessons,
+                             budget=budget, counter=counter)
         items = fitted.hot + fitted.recalled
-        block_sha256 = hashlib.sha256(fitted.text.encode("utf-8")).hexdigest()
-        with memories.store.transaction(memories.ctx, c) as w:
-            seq = injections.record_injection(
-                w, session_id=session_id, turn=turn,
-                memory_ids=[i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
-                + [i.id for i in fitted.recalled],
-                hot_ids=[i.id for i in fitted.hot], lesson_ids=[lesson.id for lesson in fitted.lessons],
-                digest_sessions=[d.session_id for d in fitted.digest], block_sha256=block_sha256,
-                tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
-                policy_fingerprint=policy.fingerprint, tiers_fingerprint=tiers.fingerprint)
     return Delivery(session_id=session_id, turn=turn, text=fitted.text, items=items, digest=fitted.digest,
                     tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
                     block_sha256=block_sha256, injection_seq=seq, lessons=fitted.lessons)

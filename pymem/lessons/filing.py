@@ -125,7 +125,8 @@ def check_lesson_type(memory_type: Any) -> str:
 
 def check_lesson_tags(tags: Any, *, required: bool = True) -> list[str]:
     """1 to MAX_TAGS tags of plain text, normalised (stripped, lowercased), each once, sorted."""
-    if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
+    # A mapping or a set is iterable too, but not a list of tags: {} would pass as "no tags".
+    if isinstance(tags, (str, bytes, Mapping, set, frozenset)) or not isinstance(tags, Iterable):
         raise InvalidArguments("tags must be a list of strings")
     tags = list(tags)
     for tag in tags:

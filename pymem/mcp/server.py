@@ -29,7 +29,7 @@ from ..errors import MemoryAdmissionError, NotFound, PymemError, Unauthenticated
 from ..service.auth import TokenVerifier, context_from_claims
 from ..service.failures import log_unexpected
 from ..service.verbs import REFUSED_ARGS, Service, version
-from ..service.wire import code_for
+from ..service.wire import bounded_message, code_for, retry_after
 from ..vocabulary import ORIGINS, SURFACES, VECTOR_KEYS
 from .lesson_tools import LESSON_TOOLS, register_lesson_tools
 
@@ -138,7 +138,9 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         except PymemError as exc:
             code = code_for(exc)
             if code != "internal_error":
-                raise ToolError(f"{code}: {exc}") from None
+                after = retry_after(exc)
+                hint = f" (retry after {after} s)" if after is not None else ""
+                raise ToolError(bounded_message(f"{code}: {exc}{hint}")) from None
             failure: BaseException = exc
         except Exception as exc:  # noqa: BLE001 - logged by type and frames only, below
             failure = exc

@@ -4,13 +4,18 @@ Routes:
   POST /v1/handshake   the protocol spoken, the verbs, describe_store(), the caller's identity
   POST /v1/call        one verb: {"verb", "args", "idempotency_key"?} -> {"ok": true, "result"}
   GET  /healthz        liveness (the process answers)
-  GET  /readyz         readiness (database reachable, pgvector usable, schema current)
+  GET  /readyz         readiness (database reachable, pgvector usable, schema current), from the
+                       background probe's last report (pymem.service.readiness): it never waits
   GET  /openapi.json   the OpenAPI document of the routes above
        /mcp            the MCP server (streamable HTTP), behind the same tokens
 
 Every /v1 call and every MCP request carries its own signed token (Authorization: Bearer); the
 verified claims are the Context of that call's transaction, and nothing in a body can change them.
 The app refuses to build without a key (pymem.service.auth.TokenVerifier.from_env).
+
+Each tenant runs at most `per_tenant` calls at a time (pymem.service.limits): the surplus gets 429
+`tenant_busy` at once, before its body is read. Every verb runs on a worker thread, never on the
+event loop, and the content check of a large note in a worker process (pymem.admission.offload).
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..admission import offload
 from ..config import Settings
 from ..embedder import Embedder
 from ..mcp.server import build_mcp_server, identity_from_request
-from ..storage import status
 from ..storage.store import Store
 from ..service.auth import TokenVerifier
+from ..service.limits import default_per_tenant, service_settings
+from ..service.readiness import PROBE_INTERVAL, Readiness
 from ..service.verbs import Service
 from ..service.wire import ProtocolError
 from .access import AccessLog, request_id
@@ -42,27 +49,44 @@ from .responses import error_response, json_bytes, json_response, ok_response
 
 __all__ = ["build_app"]
 
+#: Worker processes for the content check of large notes (pymem.admission.offload).
+OFFLOAD_WORKERS = 2
+
 
 class _Runtime:
-    """The open store and its Service, from the app's startup to its shutdown."""
+    """The open store, its Service and its readiness probe, from the app's startup to its shutdown."""
 
-    def __init__(self, store: Store | None, settings: Settings | None, embedder: Embedder | None, pool_size: int):
+    def __init__(self, store: Store | None, settings: Settings | None, embedder: Embedder | None, pool_size: int,
+                 per_tenant: int | None, probe_interval: float):
         self.given = store
         self.settings = settings
         self.embedder = embedder
         self.pool_size = pool_size
+        self.per_tenant = per_tenant
+        self.probe_interval = probe_interval
         self.service: Service | None = None
+        self.readiness: Readiness | None = None
 
     def open(self) -> None:
-        store = self.given or Store.open(self.settings or Settings.from_env(), pool_size=self.pool_size)
+        store = self.given or Store.open(service_settings(self.settings or Settings.from_env()),
+                                         pool_size=self.pool_size)
         try:
-            self.service = Service(store, embedder=self.embedder)
+            per_tenant = self.per_tenant if self.per_tenant is not None else default_per_tenant(store.pool.max_size)
+            self.service = Service(store, embedder=self.embedder, per_tenant=per_tenant or None)
+            self.readiness = Readiness(store, interval=self.probe_interval)
+            self.readiness.start()
+            # large notes are checked in worker processes: a long scan never holds this process
+            offload.install(workers=OFFLOAD_WORKERS)
         except Exception:
             if self.given is None:
                 store.close()
             raise
 
     def close(self) -> None:
+        offload.shutdown()
+        readiness, self.readiness = self.readiness, None
+        if readiness is not None:
+            readiness.stop()
         service, self.service = self.service, None
         if service is not None and self.given is None:
             service.store.close()
@@ -75,17 +99,19 @@ class _Runtime:
 
 def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None, settings: Settings | None = None,
               embedder: Embedder | None = None, max_body: int = DEFAULT_MAX_BODY, host: str = "127.0.0.1",
-              pool_size: int = 10) -> Starlette:
+              pool_size: int = 10, per_tenant: int | None = None, probe_interval: float = PROBE_INTERVAL) -> Starlette:
     """The service's ASGI app.
 
     `store`: an open store to serve (kept open at shutdown); else one is opened from `settings`
-    (default: the environment) when the app starts, and closed when it stops. `tokens`: default
+    (default: the environment, with the service's lock and statement timeouts where unset:
+    pymem.service.limits) when the app starts, and closed when it stops. `tokens`: default
     TokenVerifier.from_env(), which refuses to build without PYMEM_JWT_KEY (or a public key).
     `host`: where it will listen; on a loopback host the MCP endpoint also checks the Host header
-    against DNS rebinding.
+    against DNS rebinding. `per_tenant`: the most calls one tenant runs at a time (default: a
+    quarter of the pool; 0: no limit). `probe_interval`: seconds between readiness probes.
     """
     tokens = tokens if tokens is not None else TokenVerifier.from_env()
-    runtime = _Runtime(store, settings, embedder, pool_size)
+    runtime = _Runtime(store, settings, embedder, pool_size, per_tenant, probe_interval)
     mcp = build_mcp_server(runtime.get, identity_from_request, tokens=tokens)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
                                       max_request_body_size=max_body, host=host)
@@ -102,8 +128,10 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
 
     async def call(request: Request) -> Response:
         async def work(ctx) -> Response:
+            service = runtime.get()
+            service.limits.check(ctx.tenant)  # a tenant at its limit is refused before its body is read
             body = await read_body(request, max_body)
-            run = functools.partial(_call_json, runtime.get(), ctx, body, request.state)
+            run = functools.partial(_call_json, service, ctx, body, request.state)
             return ok_response(await anyio.to_thread.run_sync(run))
         return await authenticated(request, work)
 
@@ -125,12 +153,10 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
         return json_response({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        service = runtime.service
-        if service is None:
+        readiness = runtime.readiness
+        if readiness is None:
             return json_response({"status": "not_ready", "reason": "starting"}, 503)
-        store = service.store
-        report = await anyio.to_thread.run_sync(status.health, store.pool, store.embedding_dim)
-        ready = bool(report.get("ok"))
+        ready, report = readiness.report()  # the background probe's last word: never waits
         return json_response({"status": "ready" if ready else "not_ready", "health": report}, 200 if ready else 503)
 
     async def openapi(request: Request) -> Response:

@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from ..service.verbs import REFUSED_ARGS
+from ..service.verbs import REFUSED_ARGS, names_shown
 from ..service.wire import ProtocolError
 
 __all__ = ["bearer_token", "read_body", "parse_json", "parse_envelope", "ENVELOPE_KEYS", "DEFAULT_MAX_BODY"]
@@ -97,9 +97,9 @@ def parse_envelope(body: Any) -> tuple[Any, Any, Any]:
     if claimed:
         raise ProtocolError("identity_in_body", f"{', '.join(claimed)} may not be given in a call: "
                             "identity comes from the verified token only")
-    unknown = sorted(str(k)[:64] for k in body if k not in ENVELOPE_KEYS)
+    unknown = [k for k in body if k not in ENVELOPE_KEYS]
     if unknown:
-        raise ProtocolError("malformed_request", f"unknown envelope field(s): {', '.join(unknown)} "
+        raise ProtocolError("malformed_request", f"unknown envelope field(s): {names_shown(unknown)} "
                             f"(known: {', '.join(ENVELOPE_KEYS)})")
     verb = body.get("verb")
     if not isinstance(verb, str):

@@ -1,7 +1,10 @@
 """Responses: the success and error envelopes, and how an exception becomes an error response.
 
 Success: {"ok": true, "result": ...}. Error: {"ok": false, "error": {"code", "message", "request_id",
-"details"?}} with the status pymem.service.wire gives the code. An unexpected exception becomes
+"details"?}} with the status pymem.service.wire gives the code; a message is at most
+wire.MAX_ERROR_MESSAGE characters, and a retryable refusal (pymem.errors.Busy: tenant busy, pool
+saturated, a lock or statement timeout, a transaction conflict) carries its hint as a Retry-After
+header (whole seconds, at least 1) and as details.retry_after. An unexpected exception becomes
 500 "internal_error" whose message says nothing of what failed; the log records its type and
 stack frames (code lines), never its message or arguments, which could hold a caller's content.
 """
@@ -19,7 +22,7 @@ from starlette.responses import Response
 
 from ..errors import ConventionConflict, MemoryAdmissionError, Unauthenticated
 from ..service.failures import log_unexpected
-from ..service.wire import code_for, status_for
+from ..service.wire import bounded_message, code_for, retry_after, status_for
 
 __all__ = ["json_bytes", "ok_response", "error_response", "json_response"]
 
@@ -57,6 +60,10 @@ def error_response(exc: BaseException, request_id: str, where: str = "a call") -
     status = status_for(code)
     error: dict[str, Any] = {"code": code, "message": str(exc), "request_id": request_id}
     headers: dict[str, str] = {}
+    after = retry_after(exc)
+    if after is not None:
+        headers["Retry-After"] = after
+        error["details"] = {"retry_after": float(exc.retry_after)}  # type: ignore[attr-defined]
     if code == "internal_error":
         log_unexpected(log, exc, request_id, where)
         error["message"] = f"internal error; the service log has the details under request id {request_id}"
@@ -69,4 +76,5 @@ def error_response(exc: BaseException, request_id: str, where: str = "a call") -
     if isinstance(exc, Unauthenticated):
         headers["WWW-Authenticate"] = ('Bearer realm="pymem"' if exc.code == "token_missing"
                                        else 'Bearer realm="pymem", error="invalid_token"')
+    error["message"] = bounded_message(error["message"])
     return json_response({"ok": False, "error": error}, status, headers)

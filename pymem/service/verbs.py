@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
 import psycopg
+from psycopg_pool import PoolTimeout
 
+from .. import db
 from ..admission.gate import admit
 from ..context import Context
 from ..conventions import active_conventions, file_review_correction, retire_convention
@@ -41,12 +43,15 @@ from ..storage.memories import Memories
 from ..storage.store import Store
 from . import schemas as s
 from .auth import IDENTITY_CLAIMS
+from .limits import TenantLimits
 from .wire import PROTOCOL, ProtocolError
 
 __all__ = ["Verb", "VERBS", "Service", "REFUSED_ARGS", "version"]
 
 #: Argument names that would claim an identity; refused in every body and every tool call.
 REFUSED_ARGS = frozenset({*IDENTITY_CLAIMS, "tenant_id", "source_adapter", "context", "ctx"})
+#: Most names an error message lists (an argument object may carry any number of them).
+MAX_NAMES_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,13 @@ def version() -> str:
         return "0"
 
 
+def names_shown(names: Any) -> str:
+    """The first MAX_NAMES_SHOWN names, sorted and cut to 64 characters each, and how many more."""
+    shown = sorted(str(k)[:64] for k in names)
+    more = len(shown) - MAX_NAMES_SHOWN
+    return ", ".join(shown[:MAX_NAMES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
 def check_args(verb: Verb, args: Any) -> dict[str, Any]:
     """The call's arguments as keywords: an object, no identity, only the verb's names, required present."""
     if args is None:
@@ -186,10 +198,10 @@ def check_args(verb: Verb, args: Any) -> dict[str, Any]:
     if claimed:
         raise ProtocolError("identity_in_body", f"{', '.join(claimed)} may not be given in a call: "
                             "identity comes from the verified token (or the process's context) only")
-    unknown = sorted(str(k)[:64] for k in args if k not in verb.args)
+    unknown = [k for k in args if k not in verb.args]
     if unknown:
         known = ", ".join(verb.args) or "none"
-        raise InvalidArguments(f"unknown argument(s) for {verb.name}: {', '.join(unknown)} (known: {known})")
+        raise InvalidArguments(f"unknown argument(s) for {verb.name}: {names_shown(unknown)} (known: {known})")
     missing = [k for k in verb.required if k not in args]
     if missing:
         raise InvalidArguments(f"{verb.name} needs {', '.join(missing)}")
@@ -199,11 +211,15 @@ def check_args(verb: Verb, args: Any) -> dict[str, Any]:
 class Service:
     """The verbs of one open store, for callers whose identity was already verified."""
 
-    def __init__(self, store: Store, *, embedder: Embedder | None = None, verbs: Mapping[str, Verb] | None = None):
+    def __init__(self, store: Store, *, embedder: Embedder | None = None, verbs: Mapping[str, Verb] | None = None,
+                 per_tenant: int | None = None):
+        """`per_tenant`: the most calls one tenant may run at a time (None: no limit); a call
+        beyond it raises TenantBusy at once (pymem.service.limits)."""
         self.store = store
         self.embedder = embedder if embedder is not None else get_embedder()
         check_dimension(self.embedder, store.embedding_dim)
         self.verbs = dict(VERBS if verbs is None else verbs)
+        self.limits = TenantLimits(per_tenant)
 
     def call(self, ctx: Context, verb: str, args: Any = None, idempotency_key: str | None = None) -> Any:
         """Run one verb in `ctx`; raises pymem's typed errors or ProtocolError."""
@@ -216,7 +232,7 @@ class Service:
             kwargs["idempotency_key"] = idempotency_key
         elif idempotency_key is not None:
             raise InvalidArguments(f"{entry.name} takes no idempotency_key")
-        with _database_unavailable():
+        with self.limits.slot(ctx.tenant), _database_unavailable(self.store):
             return entry.run(self.store.bind(ctx), self, **kwargs)
 
     def handshake(self, ctx: Context, protocols: Any = None) -> dict[str, Any]:
@@ -226,7 +242,7 @@ class Service:
                 raise InvalidArguments("protocols must be a list of protocol names")
             if PROTOCOL not in protocols:
                 raise ProtocolError("protocol_unsupported", f"this service speaks {PROTOCOL} only")
-        with _database_unavailable():
+        with _database_unavailable(self.store):
             store = self.store.bind(ctx).describe_store()
         return {
             "protocol": PROTOCOL,
@@ -238,10 +254,13 @@ class Service:
 
 
 @contextlib.contextmanager
-def _database_unavailable() -> Iterator[None]:
-    """A connection the pool could not hand out in time, or one that dropped, outside the library's
-    own translation: the database is unavailable (503), not an internal error."""
+def _database_unavailable(store: Store) -> Iterator[None]:
+    """A connection the pool could not hand out in time (every one busy: PoolExhausted; none could
+    be opened: ServerError), or one that dropped, outside the library's own translation: a 503,
+    never an internal error."""
     try:
         yield
+    except PoolTimeout as exc:
+        raise db.pool_error(store.pool, store.settings.pool_wait) from exc
     except psycopg.OperationalError as exc:
         raise ServerError(f"the database is unavailable ({type(exc).__name__})") from exc

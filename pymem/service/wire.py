@@ -9,6 +9,7 @@ document and the README list the same table. Messages never carry memory content
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import (AccessDenied, Busy, ContextError, ConventionConflict, IdempotencyConflict, IncognitoSession,
@@ -16,10 +17,13 @@ from ..errors import (AccessDenied, Busy, ContextError, ConventionConflict, Idem
                       RevisionMismatch, SchemaError, ServerError, StatementTimeout, TenantBusy, TransactionConflict,
                       Unauthenticated, UnknownSession)
 
-__all__ = ["PROTOCOL", "WireError", "ERRORS", "BY_CODE", "ProtocolError", "TOKEN_CODES", "code_for", "status_for"]
+__all__ = ["PROTOCOL", "WireError", "ERRORS", "BY_CODE", "ProtocolError", "TOKEN_CODES", "code_for", "status_for",
+           "MAX_ERROR_MESSAGE", "bounded_message", "retry_after"]
 
 #: The protocol a handshake negotiates; a client names the versions it speaks.
 PROTOCOL = "pymem/1"
+#: Longest error message sent (HTTP or MCP): a reply stays small whatever the request held.
+MAX_ERROR_MESSAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -125,3 +129,16 @@ def code_for(exc: BaseException) -> str:
 
 def status_for(code: str) -> int:
     return BY_CODE[code].status
+
+
+def bounded_message(message: str) -> str:
+    """`message`, cut to MAX_ERROR_MESSAGE characters."""
+    return message if len(message) <= MAX_ERROR_MESSAGE else message[:MAX_ERROR_MESSAGE - 1] + "…"
+
+
+def retry_after(exc: BaseException) -> str | None:
+    """The Retry-After of a retryable refusal (Busy) that has a hint: whole seconds, at least 1."""
+    hint = exc.retry_after if isinstance(exc, Busy) else None
+    if hint is None:
+        return None
+    return str(max(1, math.ceil(hint)))

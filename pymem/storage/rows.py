@@ -174,9 +174,14 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
     kind, tags... : a writer that owns whole rows). Returns {id: revision} as written.
 
     A context acting as an adapter cannot write origin operator (AccessDenied, nothing written):
-    the database refuses it too (pymem._memories_operator_origin)."""
+    the database refuses it too (pymem._memories_operator_origin).
+
+    Rows are written in id order (code points), whatever order the caller gave: two batches that
+    share ids then lock the shared rows in the same order, so one waits for the other instead of
+    both deadlocking (the staged path orders the same way in SQL)."""
     if ctx.adapter is not None and any(_claims_operator(r) for r in rows):
         raise AccessDenied(operator_origin_refusal(ctx.adapter))
+    rows = sorted(rows, key=lambda r: r.id)
     if replace and not whole and len(rows) >= STAGE_FROM and all(_stageable(r) for r in rows):
         return _write_staged(conn, ctx, rows)
     name = ("replace_memories" if whole else "upsert_memories") if replace else "insert_memories"

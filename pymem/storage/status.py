@@ -15,7 +15,8 @@ from . import idempotency
 from .endpoints import resolve
 from .search import INCLUDE_KEYS
 
-__all__ = ["DatabaseStatus", "database_status", "health", "describe_store", "MIN_PGVECTOR", "pgvector_supported"]
+__all__ = ["DatabaseStatus", "database_status", "health", "health_on", "unreachable", "describe_store", "MIN_PGVECTOR",
+           "pgvector_supported"]
 
 #: Iterative index scans (pymem.search) need pgvector 0.8.3 or later (pymem.migrate's minimum).
 MIN_PGVECTOR = migrate.MIN_PGVECTOR
@@ -74,23 +75,39 @@ def database_status(settings: Settings) -> DatabaseStatus:
 
 def health(pool: ConnectionPool, embedding_dim: int) -> dict[str, Any]:
     """Database reachable, its version, pgvector >= 0.8.3 (iterative scans), schema at head."""
-    head = migrate.head_revision()
-    report: dict[str, Any] = {
+    try:
+        with db.pooled(pool) as c:
+            return health_on(c, embedding_dim)
+    except Exception as exc:  # health reports, it does not raise
+        return unreachable(embedding_dim, exc)
+
+
+def unreachable(embedding_dim: int, exc: BaseException | None = None) -> dict[str, Any]:
+    """The health report of a database that could not be asked (the error's type only)."""
+    report = _empty_report(embedding_dim)
+    if exc is not None:
+        report["database"]["error"] = type(exc).__name__
+    return report
+
+
+def _empty_report(embedding_dim: int) -> dict[str, Any]:
+    return {
         "ok": False,
         "database": {"reachable": False},
         "pgvector": {"required": ".".join(map(str, MIN_PGVECTOR))},
-        "schema": {"head": head},
+        "schema": {"head": migrate.head_revision()},
         "embedding_dim": embedding_dim,
     }
-    try:
-        with pool.connection() as c:
-            server = c.info.server_version
-            ext = c.execute(queries.query("pgvector_version")).fetchone()
-            current = migrate.current_revision(c)
-            c.rollback()
-    except Exception as exc:  # health reports, it does not raise
-        report["database"]["error"] = type(exc).__name__
-        return report
+
+
+def health_on(c: Any, embedding_dim: int) -> dict[str, Any]:
+    """The health report, asked on connection `c` (left idle); raises when the database fails."""
+    report = _empty_report(embedding_dim)
+    head = report["schema"]["head"]
+    server = c.info.server_version
+    ext = c.execute(queries.query("pgvector_version")).fetchone()
+    current = migrate.current_revision(c)
+    c.rollback()
     report["database"] = {"reachable": True, "server_version": f"{server // 10000}.{server % 10000}"}
     version = ext[0] if ext else None
     report["pgvector"].update(version=version, ok=pgvector_supported(version))

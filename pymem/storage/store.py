@@ -32,9 +32,12 @@ class Store:
         if row is None:
             raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
         self.embedding_dim: int = row[0]
-        self.pool = db.make_pool(endpoints.app, max_size=pool_size, pooler=pooler)
+        #: The lock and statement timeouts of every transaction the store opens (settings).
+        self.timeouts = db.Timeouts(settings.lock_timeout_ms, settings.statement_timeout_ms)
+        self.pool = db.make_pool(endpoints.app, max_size=pool_size, pooler=pooler, wait=settings.pool_wait)
         # Memories.search's one autocommit statement (pymem.search_as) runs on these: no reset needed
-        self.statements = db.StatementConnections(endpoints.app, max_size=pool_size, pooler=pooler)
+        self.statements = db.StatementConnections(endpoints.app, max_size=pool_size, timeout=settings.pool_wait,
+                                                  pooler=pooler, timeouts=self.timeouts)
 
     @classmethod
     def open(cls, settings: Settings | None = None, **kwargs: Any) -> "Store":
@@ -54,20 +57,24 @@ class Store:
     @contextmanager
     def connection(self, conn: psycopg.Connection | None = None) -> Iterator[psycopg.Connection]:
         """`conn` when given, else one checkout of the pool for the whole `with` block: a verb that
-        runs more than one transaction runs them all on it."""
+        runs more than one transaction runs them all on it. A checkout waits at most
+        settings.pool_wait seconds (then PoolExhausted when every connection is busy, ServerError
+        when none can be opened)."""
         if conn is not None:
             yield conn
             return
-        with self.pool.connection() as c:
+        with db.pooled(self.pool) as c:
             yield c
 
     @contextmanager
     def transaction(self, ctx: Context, conn: psycopg.Connection | None = None, *, snapshot: bool = False,
                     savepoint: bool = False) -> Iterator[psycopg.Connection]:
         """A transaction with `ctx` set (pymem.db.transaction says what happens on whose connection):
-        without `conn`, one of its own on a pool connection; given a caller's connection, joined as a
-        savepoint in the caller's transaction and never committed."""
-        with self.connection(conn) as c, db.transaction(c, ctx, snapshot=snapshot, savepoint=savepoint):
+        without `conn`, one of its own on a pool connection, under the store's lock and statement
+        timeouts; given a caller's connection, joined as a savepoint in the caller's transaction
+        (whose settings are the caller's) and never committed."""
+        with self.connection(conn) as c, db.transaction(c, ctx, snapshot=snapshot, savepoint=savepoint,
+                                                        timeouts=self.timeouts):
             yield c
 
     def admin_connection(self) -> psycopg.Connection:

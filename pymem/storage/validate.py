@@ -125,21 +125,31 @@ def check_nonzero(vector: list[float], what: str) -> list[float]:
 
 
 _FLOATS = {float}
+#: The smallest normal float4. pgvector sums squares in float4: a vector whose squared norm is
+#: below it (every component sub-normal, or so small that float4 rounds it to zero) is stored or
+#: searched as a zero vector, whose cosine is undefined.
+FLOAT4_MIN_NORMAL = 1.1754943508222875e-38
 
 
 def check_embedding(value: Any, dim: int, what: str = "embedding") -> list[float]:
-    """A list of `dim` finite numbers, not all zero, whose squared norm fits float4 (pgvector sums
-    squares in float4: past that the norm overflows and scores become NaN)."""
+    """A list of `dim` finite numbers whose squared norm lies in float4's normal range: not zero
+    nor sub-normal (it would be stored as, or computed like, a zero vector), not past float4's
+    largest value (pgvector sums squares in float4: the norm would overflow, scores become NaN)."""
     if type(value) is list and len(value) == dim and set(map(type, value)) == _FLOATS:
-        # the common case, checked in C: NaN and inf make the norm NaN or inf; near the float4
+        # the common case, checked in C: NaN and inf make the norm NaN or inf; near either float4
         # limit the exact check below decides
         norm = math.hypot(*value)
-        if 0 < norm * norm < 3.3e38:
+        if 2 * FLOAT4_MIN_NORMAL < norm * norm < 3.3e38:
             return value
     vector = check_vector(value, dim, what)
-    if math.fsum(x * x for x in vector) >= 3.4e38:
+    squared = math.fsum(x * x for x in vector)
+    if squared >= 3.4e38:
         raise InvalidArguments(f"{what} is too large: its squared norm overflows float4")
-    return check_nonzero(vector, what)
+    check_nonzero(vector, what)
+    if squared < FLOAT4_MIN_NORMAL:
+        raise InvalidArguments(f"{what} is too small: its squared norm is below float4's smallest normal value, so "
+                               "it would be stored and compared as a zero vector, which has no direction")
+    return vector
 
 
 __all__ = ["check_vector", "check_embedding", "check_nonzero", "check_id", "check_ids", "check_text", "check_json",
