@@ -120,8 +120,12 @@ def test_follow_applies_the_allow_list_and_the_run(run1, database):
         publish(writer_a, "api-schema", "y", "from a, other run", run_id="r-2")
         wanted = publish(writer_a, "api-schema", "z", "from a", run_id="r-1")
         got = stream.next(timeout=30)
+        # the other adapter's fact and the other run's are never delivered, however the three
+        # notifications were read (one by one, or after all three commits: the follower reads
+        # what the chain holds after its cursor, so how many count as ignored depends on timing)
+        assert stream.next(timeout=1) is None
     assert got.id == wanted.id
-    assert stream.ignored == 2  # both notifications arrived, neither was a fact for this follower
+    assert stream.notifications >= 1 and stream.ignored <= 2
 
 
 def test_a_notification_about_another_tenant_is_never_delivered_as_a_fact(store, database):
