@@ -23,6 +23,21 @@ times as many (up to 1000). `withheld` lists exactly the hits walked past on the
 that outranked (or sat among) what was kept and would have been shown were they believed.
 Rows beyond the last kept one are not judged (a guard can be expensive).
 
+Verdicts are reused: the policy part of a re-judgement (step 3, the detector's work) is kept in a
+per-process cache keyed by the policy's fingerprint and a digest of exactly what was judged (the
+stored record, content and confidence, and the provenance), so a memory is judged once per
+(content, policy) and judged again as soon as either changes: "the policy in force now" still
+decides. Trust (step 1) and consistency (step 2) are checked on every call; a call with a `guard`
+bypasses the cache (a guard is the caller's code, with state of its own).
+
+Hybrid: a text query is searched by its vector and its words together (pymem.search's hybrid
+ranking, full-text BM25 fused with cosine by reciprocal rank); a vector query by cosine alone.
+
+The floor: hits whose cosine similarity to the query is below `floor` are dropped before they are
+judged (they are not relevant, so not withheld either): the same floor as deliver's, by default
+PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the store's embedder
+(pymem.embedder.similarity_floor_of), else DEFAULT_FLOOR.
+
 Withheld entries carry the id, the reason, the signature and the classifier's score, never the
 content. Kept entries
 carry the content: that is what recall is for.
@@ -34,6 +49,11 @@ valid by then and not yet superseded then, re-judged under the policy in force n
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import math
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -44,8 +64,9 @@ from .storage.as_of import check_as_of, search_rows_as_of
 from .storage.search import SearchHit
 from .admission.gate import admit
 from .admission.judge import rejudge
-from .embedder import Embedder, check_dimension, get_embedder
+from .embedder import Embedder, embed_query, similarity_floor_of
 from .errors import InvalidArguments
+from .vocabulary import canonical_json
 from .admission.policy import AdmissionPolicy
 from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
@@ -54,8 +75,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
 __all__ = ["recall", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
-           "OVERFETCH_FACTOR",
+           "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
+
+#: The floor when neither the caller, the environment nor the embedder names one.
+DEFAULT_FLOOR = 0.35
+#: Verdicts kept per process (see the module docstring), least recently used dropped first.
+VERDICT_CACHE_SIZE = 65_536
 
 OVERFETCH_FACTOR = 3
 OVERFETCH_MIN_EXTRA = 10
@@ -132,13 +158,88 @@ def candidate_count(top_k: int) -> int:
     return min(_search.MAX_TOP_K, max(OVERFETCH_FACTOR * top_k, top_k + OVERFETCH_MIN_EXTRA))
 
 
+def check_floor(value: object, what: str = "floor") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not -1.0 <= value <= 1.0:
+        raise InvalidArguments(f"{what} must be a cosine similarity in [-1, 1]")
+    return float(value)
+
+
+def similarity_floor(embedder: Embedder | None = None, environ: Mapping[str, str] | None = None) -> float:
+    """PYMEM_SIMILARITY_FLOOR when set, else `embedder`'s calibrated floor, else DEFAULT_FLOOR."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("PYMEM_SIMILARITY_FLOOR") or "").strip()
+    if raw:
+        try:
+            return check_floor(float(raw), "PYMEM_SIMILARITY_FLOOR")
+        except ValueError:
+            raise InvalidArguments(f"PYMEM_SIMILARITY_FLOOR must be a number in [-1, 1], got {raw[:32]!r}") from None
+    calibrated = similarity_floor_of(embedder) if embedder is not None else None
+    return calibrated if calibrated is not None else DEFAULT_FLOOR
+
+
+class _Verdicts:
+    """The per-process verdict cache (see the module docstring): policy fingerprint + digest of
+    the judged inputs -> the admission Decision."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, bytes], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(record: Mapping[str, Any], provenance: Any, policy: AdmissionPolicy) -> tuple[str, bytes] | None:
+        try:
+            text = canonical_json([record, provenance])
+        except (TypeError, ValueError):
+            return None  # not JSON-shaped: judge it every time
+        return policy.fingerprint, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+    def get(self, key: tuple[str, bytes]) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, bytes], value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_verdicts = _Verdicts(VERDICT_CACHE_SIZE)
+
+
+def clear_verdicts() -> None:
+    """Forget every cached verdict (tests; a process that changed its detector in place)."""
+    _verdicts.clear()
+
+
+def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any):
+    if guard is not None:
+        return rejudge(record, provenance, policy, guard)
+    key = _Verdicts.key(record, provenance, policy)
+    if key is None:
+        return rejudge(record, provenance, policy, guard)
+    decision = _verdicts.get(key)
+    if decision is None:
+        decision = rejudge(record, provenance, policy, guard)
+        _verdicts.put(key, decision)
+    return decision
+
+
 def _query_vector(memories: "Memories", query: Any, embedder: Embedder | None) -> list[float]:
     if isinstance(query, str):
         if not query.strip():
             raise InvalidArguments("the recall query is empty")
-        embedder = embedder if embedder is not None else get_embedder()
-        check_dimension(embedder, memories.store.embedding_dim)
-        return embedder.embed([query])[0]
+        return embed_query(memories.store.text_embedder(embedder), query)
     if isinstance(query, (bytes, Mapping)) or not isinstance(query, Sequence) and not hasattr(query, "tolist"):
         raise InvalidArguments(f"the recall query must be text or a vector, not {type(query).__name__}")
     return list(query.tolist() if hasattr(query, "tolist") else query)
@@ -179,7 +280,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
             return _withhold(row, "unproven: the row's origin and its provenance's origin disagree")
         if provenance.get("adapter") is not None and provenance.get("adapter") != adapter:
             return _withhold(row, "unproven: the provenance names another adapter than the row's writer")
-    decision = rejudge(_stored_record(row), provenance, policy, guard)
+    decision = _rejudge(_stored_record(row), provenance, policy, guard)
     origin = decision.origin.value if decision.origin is not None else row.origin
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin, decision.score)
@@ -193,14 +294,18 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
 def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5,
            policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
            embedder: Embedder | None = None, scope_filter: Mapping[str, str] | None = None,
-           as_of: Any = None, conn: psycopg.Connection | None = None) -> RecallResult:
+           as_of: Any = None, floor: float | None = None, hybrid: bool = True,
+           conn: psycopg.Connection | None = None) -> RecallResult:
     """Search, then re-judge every hit under the policy in force now; see the module docstring.
 
-    `query`: text (embedded with `embedder`, default pymem.embedder.get_embedder(), checked
+    `query`: text (embedded with `embedder`, default the store's, pymem.storage.embedding, checked
     against the store's dimension) or a vector. `as_of`: a datetime or ISO 8601 time to ask what
 was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
     `trust`: default pymem.admission.trust.active_trust_policy(); both read at this call. `guard`: any
     object with `check_input(text)`. `scope_filter`: only rows whose scope contains it.
+    `floor`: the similarity floor (default similarity_floor() for the store's embedder; -1 keeps
+    every hit). `hybrid`: a text query also ranks by its words (default True; ignored for
+    vector queries and `as_of`).
     """
     top_k = _search.check_top_k(top_k)
     policy = policy if policy is not None else AdmissionPolicy.from_env()
@@ -212,14 +317,22 @@ was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
     if guard is not None and not callable(getattr(guard, "check_input", None)):
         raise InvalidArguments("guard must have a check_input(text) method")
     as_of = check_as_of(as_of) if as_of is not None else None
+    if not isinstance(hybrid, bool):
+        raise InvalidArguments("hybrid must be true or false")
+    if floor is not None:
+        floor = check_floor(floor)
     vector = _query_vector(memories, query, embedder)
     store = memories.store
+    if floor is None:
+        floor = similarity_floor(store.text_embedder(embedder) if isinstance(query, str) or embedder is not None
+                                 else _recorded_embedder(store))
+    text = query if isinstance(query, str) and hybrid and as_of is None else None
 
     def search(c: psycopg.Connection, fetch: int) -> list[SearchHit]:
         if as_of is not None:
             return search_rows_as_of(c, memories.ctx, vector, fetch, as_of, scope_filter, dim=store.embedding_dim)
         return _search.search_rows(c, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
-                                   with_vectors=False)
+                                   with_vectors=False, text=text)
 
     fetch = candidate_count(top_k)
     judged: dict[str, RecalledMemory | WithheldMemory] = {}  # by id: a row is judged once per call
@@ -232,6 +345,8 @@ was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
         kept: list[RecalledMemory] = []
         withheld: list[WithheldMemory] = []
         for row in rows:
+            if row.score < floor:
+                continue  # not relevant: neither kept nor withheld
             verdict = judged.get(row.id)
             if verdict is None:
                 verdict = judged[row.id] = judge_hit(row, policy, trust, guard)
@@ -243,6 +358,14 @@ was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
             return RecallResult(kept=kept, withheld=withheld, policy_fingerprint=policy.fingerprint,
                                 candidates=len(rows))
         fetch = min(_search.MAX_TOP_K, fetch * OVERFETCH_GROWTH)
+
+
+def _recorded_embedder(store: Any) -> Embedder | None:
+    """The store's embedder for a vector query's floor: the recorded one, if it can be resolved."""
+    try:
+        return store.text_embedder()
+    except InvalidArguments:
+        return None
 
 
 class WriteGate:

@@ -51,7 +51,7 @@ from psycopg.pq import TransactionStatus
 
 from .judge import Decision, admitted_record, digest_of_arguments, judge
 from .. import queries
-from ..embedder import Embedder, check_dimension, get_embedder
+from ..embedder import Embedder
 from ..errors import IncognitoSession, InvalidArguments, MemoryAdmissionError, UnknownSession
 from .policy import AdmissionPolicy
 from .provenance import Provenance
@@ -148,12 +148,13 @@ def _check_session(memories: "Memories", record: Mapping[str, Any], provenance: 
         raise UnknownSession(exc.reason, audit_seq=exc.audit_seq)
 
 
-def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> list[float] | None:
+def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> tuple[list[float] | None, str | None]:
+    """The content's vector and the name of the embedder that computed it (the store's, or
+    `embedder` checked against it and claimed for it: pymem.storage.embedding)."""
     if content is None:
-        return None
-    embedder = embedder if embedder is not None else get_embedder()
-    check_dimension(embedder, store.embedding_dim)
-    return embedder.embed([content])[0]
+        return None, None
+    embedder = store.text_embedder(embedder, claim=True)
+    return embedder.embed([content])[0], embedder.name
 
 
 def judge_or_refuse(memories: "Memories", record: Mapping[str, Any], provenance: Provenance,
@@ -205,8 +206,9 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
     content = first_present(out, CONTENT_KEYS)
     if content is not None and not isinstance(content, str):
         raise InvalidArguments("content must be a string")
+    embedded_by = None
     if vector is None:
-        vector = _embedding_for(memories.store, content, embedder)
+        vector, embedded_by = _embedding_for(memories.store, content, embedder)
     if content is None and vector is None:
         raise InvalidArguments("a memory needs text (content, distillate or text) or an embedding")
 
@@ -224,6 +226,7 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
         "provenance": out["provenance"],
         "injection_source": out.get("injection_source"),
         "policy_fingerprint": out["policy_fingerprint"],
+        "embedder": embedded_by,
     }
     return Screened(record=out, row=row)
 
@@ -236,7 +239,7 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
     `record`: an object (or a bare string, taken as its content). The store reads `id` (else
     `chunk_id`/`memory_id`; generated when absent), `content` (else `distillate`/`text`),
     `embedding`/`vector` (computed from the content with `embedder`, default
-    pymem.embedder.get_embedder(), when absent), `tags`, `kind`, `scope` (default: the
+    the store's embedder, pymem.storage.embedding, when absent), `tags`, `kind`, `scope` (default: the
     context's), `importance` and `confidence` (a request; the policy caps it). Everything else is
     kept in the stored record. `policy` defaults to AdmissionPolicy.from_env(), read now.
 

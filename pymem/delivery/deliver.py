@@ -8,9 +8,9 @@ For session S, turn N and the user's query:
    or erased one, never one started by an adapter the trust policy does not allow), each as id,
    start time, surface and topic, the topic only if it is not instruction-shaped today.
 3. Hot memories: the newest `max_hot` live memories tagged hot, re-judged like recall.
-4. Recalled memories: `recall` (re-judged under the policy in force now), then cut at the
-   similarity floor, then ranked by similarity x trust-tier weight x recency
-   (pymem.delivery.ranking); the best `top_k`.
+4. Recalled memories: `recall` (hybrid search, re-judged under the policy in force now, cut at
+   the similarity floor), then ranked by their place in recall's fused ranking x trust-tier
+   weight (pymem.delivery.ranking); the best `top_k`.
    In 3 and 4, tiers the trust tiers do not inject automatically are left out.
 5. Lessons of earlier tasks, when the caller passes them (pymem.lessons.lessons_for_task picks and
    ranks them): a section of their own, ahead of the recalled memories; a lesson already in the
@@ -42,7 +42,8 @@ from ..storage.sessions import SessionRow, session_row
 from . import injections
 from .budget import fit
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
-from .ranking import check_floor, rank_score, similarity_floor
+from ..recall import check_floor
+from .ranking import fused_rank_score
 from .sessions import check_session_id, recent_sessions
 from .tiers import TrustTiers, tier_of
 from .tokens import TokenCounter, default_counter
@@ -122,17 +123,17 @@ def _hot(memories: "Memories", max_hot: int, policy: AdmissionPolicy, trust: Ada
     return kept
 
 
-def _recalled(memories: "Memories", query: str, top_k: int, floor: float, exclude: set[str], now: _dt.datetime,
+def _recalled(memories: "Memories", query: str, top_k: int, floor: float | None, exclude: set[str], now: _dt.datetime,
               policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any, tiers: TrustTiers,
               embedder: Embedder | None, conn: psycopg.Connection | None) -> list[tuple[float, RecalledMemory]]:
     result = recall(memories, query, top_k=candidate_count(top_k), policy=policy, trust=trust, guard=guard,
-                    embedder=embedder, conn=conn)
+                    embedder=embedder, floor=floor, conn=conn)
     ranked = []
-    for hit in result.kept:
+    for position, hit in enumerate(result.kept):
         tier = tier_of(hit.origin, hit.provenance)
-        if hit.id in exclude or hit.score < floor or not tiers.auto(tier):
+        if hit.id in exclude or not tiers.auto(tier):
             continue
-        ranked.append((rank_score(hit.score, tiers.weight(tier), hit.created_at, now), hit))
+        ranked.append((fused_rank_score(position, tiers.weight(tier)), hit))
     ranked.sort(key=lambda pair: (-pair[0], pair[1].id))
     return ranked[:top_k]
 
@@ -175,7 +176,8 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     """Build and record the block that turn `turn` of session `session_id` receives (see the
     module docstring). `turn` defaults to one after the last recorded turn of the session (0 for
     the first). `query` (the user's message) drives the recalled section; None or blank recalls
-    nothing. Defaults: `floor` PYMEM_SIMILARITY_FLOOR or 0.35, `tiers` TrustTiers.from_env(),
+    nothing. Defaults: `floor` recall's (PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the
+    store's embedder), `tiers` TrustTiers.from_env(),
     `policy` AdmissionPolicy.from_env(), `trust` the environment's adapter trust, `counter` the
     approximate counter, `now` the current time (recency is measured to it). `lessons`: the
     lessons section (None = no section; pymem.lessons_for_task builds it)."""
@@ -189,7 +191,7 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     if query is not None and not isinstance(query, str):
         raise InvalidArguments(f"the query must be text, not {type(query).__name__}")
     lessons = _check_lessons(lessons)
-    floor = check_floor(floor) if floor is not None else similarity_floor()
+    floor = check_floor(floor) if floor is not None else None
     tiers = tiers if tiers is not None else TrustTiers.from_env()
     policy = policy if policy is not None else AdmissionPolicy.from_env()
     trust = trust if trust is not None else active_trust_policy()

@@ -219,7 +219,11 @@ def test_superuser_cannot_update_or_delete_the_ledger(seeded, replica):
 APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "purge_idempotency_keys",
                        "_login_binding", "record_injection", "erase_memory", "erase_session", "register_signing_key",
                        # scoped exact search (called by the invoker pymem.search): ids the read policy admits
-                       "_search_in_scope"}
+                       "_search_in_scope",
+                       # hybrid search's BM25 candidates (called by the invoker pymem.search): the same
+                       "_text_candidates",
+                       # the store's embedder: fills an empty record, or records what the rows already say
+                       "claim_embedder", "record_reembedded"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):
