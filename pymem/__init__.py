@@ -29,13 +29,14 @@ from .delivery.sessions import (Session, SessionSummary, end_session, erase_sess
                                 replace_summary, start_session)
 from .delivery.tiers import Tier, TierRule, TrustTiers, tier_of
 from .delivery.tokens import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter, TokenCounter
-from .embedder import Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
+from .embedder import E5SmallEmbedder, Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
 from .errors import (
     AccessDenied,
     Busy,
     ContextError,
     ConventionConflict,
     IdempotencyConflict,
+    EmbedderMismatch,
     IncognitoSession,
     InvalidArguments,
     LockTimeout,
@@ -76,13 +77,13 @@ __all__ = [
     # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
-    "IncognitoSession", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout", "TransactionConflict",
+    "IncognitoSession", "EmbedderMismatch", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout", "TransactionConflict",
     "PoolExhausted", "TenantBusy",
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",
     "evaluate_admission", "AdmissionEvaluation", "HeldOutSource",
-    "Embedder", "LexicalEmbedder", "MiniLMEmbedder", "get_embedder", "check_dimension",
+    "Embedder", "E5SmallEmbedder", "LexicalEmbedder", "MiniLMEmbedder", "get_embedder", "check_dimension",
     # audit and integrity
     "refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",
     "TenantVerification", "verify_independently", "audit_chain", "ChainAudit", "anchor_store", "AnchorResult",
