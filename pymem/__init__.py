@@ -66,6 +66,7 @@ from .recall import RecallResult, RecalledMemory, WithheldMemory, WriteGate, rec
 from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
 from .storage.endpoints import admin_connection, stop_embedded, upgrade_schema
 from .storage.memories import Memories
+from .storage.reembed import ReembedReport, reembed
 from .storage.status import DatabaseStatus, database_status
 from .storage.store import Store
 from .storage.transfer import ImportReport, check_file, export_records, import_file
@@ -73,7 +74,7 @@ from .vocabulary import LESSON_HALF_LIVES, LESSON_TYPES, ORIGINS, SURFACES, Orig
 
 __all__ = [
     # opening the store, and the memory verbs
-    "Settings", "Store", "Memories", "Context", "parse_scope_pairs",
+    "Settings", "Store", "Memories", "Context", "parse_scope_pairs", "reembed", "ReembedReport",
     # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
