@@ -107,6 +107,7 @@ class RecalledMemory:
     kind: str | None = None
     tags: list[str] = field(default_factory=list)
     reason: str = ""
+    event_at: _dt.datetime | None = None  # when the remembered thing happened (the writer's event_at)
 
     @property
     def session_id(self) -> str | None:
@@ -117,6 +118,7 @@ class RecalledMemory:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["created_at"] = self.created_at.isoformat() if self.created_at else None
+        out["event_at"] = self.event_at.isoformat() if self.event_at else None
         return out
 
 
@@ -265,6 +267,18 @@ def _withhold(row: SearchHit, reason: str, signature: str | None = None,
                           classifier_score=classifier_score)
 
 
+def _event_time(record: Any) -> _dt.datetime | None:
+    """The stored record's event_at (written checked by the gate), None when absent or unreadable."""
+    value = record.get("event_at") if isinstance(record, Mapping) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        when = _dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.timezone.utc)
+
+
 def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
               guard: Any = None) -> RecalledMemory | WithheldMemory:
     """Re-judge one stored row (a search hit, or any row shaped like one) as recall does: adapter
@@ -288,7 +302,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
         id=row.id, content=row.content, score=float(row.score), origin=origin,
         confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,
         provenance=dict(provenance), kind=row.kind, tags=list(row.tags or []),
-        reason=decision.reason)
+        reason=decision.reason, event_at=_event_time(row.record))
 
 
 def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5,

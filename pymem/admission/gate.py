@@ -39,6 +39,8 @@ records before (or outside) such a transaction.
 
 from __future__ import annotations
 
+import datetime as _dt
+
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -148,6 +150,24 @@ def _check_session(memories: "Memories", record: Mapping[str, Any], provenance: 
         raise UnknownSession(exc.reason, audit_seq=exc.audit_seq)
 
 
+def check_event_time(value: Any) -> str:
+    """A memory's event time (when the remembered thing happened, set by the writer; distinct from
+    the database's created_at): an ISO 8601 time, stored as ISO 8601 in UTC. A time without an
+    offset is taken as UTC."""
+    if isinstance(value, _dt.datetime):
+        when = value
+    elif isinstance(value, str) and len(value) <= 64:
+        try:
+            when = _dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidArguments("event_at must be an ISO 8601 time, e.g. 2023-05-08T13:56:00+00:00") from None
+    else:
+        raise InvalidArguments("event_at must be an ISO 8601 time, e.g. 2023-05-08T13:56:00+00:00")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return when.astimezone(_dt.timezone.utc).isoformat()
+
+
 def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> tuple[list[float] | None, str | None]:
     """The content's vector and the name of the embedder that computed it (the store's, or
     `embedder` checked against it and claimed for it: pymem.storage.embedding)."""
@@ -188,6 +208,8 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
     how to write (a near-duplicate lesson merged into an existing one) calls `screen` itself, so
     its content passes the same gate."""
     record = _as_record(record)
+    if record.get("event_at") is not None:
+        record = {**record, "event_at": check_event_time(record["event_at"])}
     ctx = memories.ctx
     provenance = bind_provenance(provenance, ctx.adapter)
     policy = policy if policy is not None else AdmissionPolicy.from_env()

@@ -152,7 +152,8 @@ def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
     return DeliveredItem(section=section, id=hit.id, created_at=hit.created_at, session_id=hit.session_id,
                          session_started_at=times.get(hit.session_id) if hit.session_id else None,
                          origin=hit.origin, tier=tier_of(hit.origin, hit.provenance).value, text=hit.content or "",
-                         score=score, similarity=float(hit.score) if section == "recalled" else None)
+                         score=score, similarity=float(hit.score) if section == "recalled" else None,
+                         event_at=hit.event_at)
 
 
 def _check_lessons(lessons: Any) -> list[DeliveredLesson] | None:
