@@ -39,6 +39,7 @@ from ..admission.policy import AdmissionPolicy
 from ..admission.provenance import Provenance
 from ..errors import AccessDenied, InvalidArguments
 from ..storage.memories import Memories
+from ..storage.search import contract_hits, search_rows
 from ..storage.rows import check_row, write_rows
 from ..vocabulary import MAX_NAME, MAX_TOP_K, is_plain_text
 from . import namespaces as ns
@@ -91,13 +92,15 @@ class PymemStore(BaseStore):
     gate: judge every put with the write gate (default True); False writes without judging
         (the rows still carry the provenance and origin, but no confidence or policy).
     policy: the AdmissionPolicy; default: AdmissionPolicy.from_env(), read at each batch.
+    hybrid: rank a search's query by its words as well as its vector (pymem.search's hybrid
+        ranking; default True); False ranks by cosine alone, in LangGraph's own order.
     """
 
     supports_ttl = False
 
     def __init__(self, memories: Memories, *, index: Mapping[str, Any] | None = None, name: str = "default",
                  origin: str = "model_inferred", provenance: Provenance | Mapping[str, Any] | None = None,
-                 gate: bool = True, policy: AdmissionPolicy | None = None):
+                 gate: bool = True, policy: AdmissionPolicy | None = None, hybrid: bool = True):
         if not isinstance(memories, Memories):
             raise InvalidArguments("PymemStore needs a bound Memories: store.bind(Context(tenant=...))")
         if not isinstance(name, str) or not name or len(name) > MAX_NAME or not is_plain_text(name) \
@@ -112,6 +115,9 @@ class PymemStore(BaseStore):
                                           else Provenance(origin, source=SOURCE), memories.ctx.adapter)
         self.gate = bool(gate)
         self.policy = policy
+        if not isinstance(hybrid, bool):
+            raise InvalidArguments("hybrid must be true or false")
+        self.hybrid = hybrid
 
     @property
     def ctx(self):
@@ -228,7 +234,14 @@ class PymemStore(BaseStore):
         if vector is None:
             return [_search_item(r, None) for r, _ in self._items(None, scope, conditions, "all", op.limit, op.offset)]
         if not conditions and op.offset + op.limit <= MAX_TOP_K:
-            hits = self.memories.search(vector, top_k=op.offset + op.limit, scope_filter=scope)
+            if self.hybrid:
+                # the query's words and its vector, fused inside pymem.search (scores stay cosine)
+                with self.memories.store.pool.connection() as c:
+                    rows = search_rows(c, self.ctx, vector, op.offset + op.limit, scope,
+                                       dim=self.memories.store.embedding_dim, text=op.query)
+                hits = contract_hits(rows)
+            else:
+                hits = self.memories.search(vector, top_k=op.offset + op.limit, scope_filter=scope)
             scored = [(_item_record(h["chunk"]), h["score"]) for h in hits[op.offset:]]
         else:
             scored = [(_item_record(r), s) for r, s in
