@@ -232,10 +232,6 @@ select id, record, content, scope, kind, tags, origin, provenance, injection_sou
 select * from pymem.search(p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => %s,
                            p_with_vectors => %s, p_plan => %s, p_text => %s)
 
--- name: eval_vectors --
--- Every memory id and vector of a tenant, for the evaluation's raw-cosine baseline (pymem eval recall)
-select id, embedding from pymem.memories where tenant_id = %s and embedding is not null order by id
-
 -- name: claim_embedder --
 -- Record the store's embedder if none is (name, dimension); returns the recorded one
 select pymem.claim_embedder(%s, %s)

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import queries
 from ..context import Context
 from ..errors import InvalidArguments, MemoryAdmissionError
 from .bench import scratch_database
@@ -220,7 +219,9 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
             tenant = f"locomo-{conv.name}"
             mem = evalstore.bind(Context(tenant=tenant, actor="eval"))
             with evalstore.transaction(mem.ctx) as c:
-                stored = c.execute(queries.query("eval_vectors"), (tenant,)).fetchall()
+                # the vectors pymem stored, for the raw-cosine baseline (tooling: not a library query)
+                stored = c.execute("select id, embedding from pymem.memories where tenant_id = %s"
+                                   " and embedding is not null order by id", (tenant,)).fetchall()
             ids = [r[0] for r in stored]
             vectors = [r[1].to_list() for r in stored]
             texts = {t.dia_id: t.text for t in conv.turns}
