@@ -29,7 +29,7 @@ from ..conventions.receipts import RETIRE_REASON
 from ..delivery.deliver import DEFAULT_BUDGET, DEFAULT_TOP_K
 from ..delivery.memories import erase, supersede
 from ..delivery.sessions import end_session, start_session
-from ..embedder import Embedder, check_dimension, get_embedder
+from ..embedder import Embedder
 from ..errors import InvalidArguments, ServerError
 from ..facts import publish, subscribe
 from ..lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
@@ -201,8 +201,8 @@ class Service:
 
     def __init__(self, store: Store, *, embedder: Embedder | None = None, verbs: Mapping[str, Verb] | None = None):
         self.store = store
-        self.embedder = embedder if embedder is not None else get_embedder()
-        check_dimension(self.embedder, store.embedding_dim)
+        # the store's embedder (the one its vectors were written with), or `embedder` checked against it
+        self.embedder = store.text_embedder(embedder)
         self.verbs = dict(VERBS if verbs is None else verbs)
 
     def call(self, ctx: Context, verb: str, args: Any = None, idempotency_key: str | None = None) -> Any:

@@ -86,7 +86,9 @@ def test_with_only_unrelated_memories_the_recalled_section_is_empty(acme):
     delivered = deliver(acme, "s-2", query, **DEFAULTS)
     assert recalled_section(delivered.text) == "(none)" and delivered.items == []
     # not because nothing was found: without the floor the nearest unrelated memory would be there
-    assert recall(acme, query, top_k=1, **DEFAULTS).kept
+    # recall abstains at the same floor (without one, the nearest unrelated memory comes back)
+    assert recall(acme, query, top_k=1, **DEFAULTS).kept == []
+    assert recall(acme, query, top_k=1, floor=-1.0, **DEFAULTS).kept
     assert len(deliver(acme, "s-2", query, floor=-1.0, **DEFAULTS).items) == 2
 
 
@@ -325,15 +327,16 @@ def test_sessions_of_untrusted_adapters_stay_out_of_the_digest(store):
     assert [d.session_id for d in deliver(operator, "chat", None, **trusting).digest] == ["agent-run"]
 
 
-def test_recency_is_measured_to_the_delivery_time(acme):
+def test_age_does_not_rank(acme):
+    # No recency signal: on LoCoMo a recency weight lowered any@5 (pymem.delivery.ranking), so a
+    # month later the same memory ranks the same.
     start_session(acme, "s", "chat")
     a = remember(acme, "Initech wants invoices in EUR.")
     now = dt.datetime.now(dt.timezone.utc)
     fresh = deliver(acme, "s", CURRENCY, now=now, **DEFAULTS).items[0]
     later = deliver(acme, "s", CURRENCY, now=now + dt.timedelta(days=30), **DEFAULTS).items[0]
     assert fresh.id == later.id == a
-    assert later.score == pytest.approx(fresh.score * 0.85, rel=1e-3)
-    assert fresh.similarity == later.similarity
+    assert later.score == fresh.score and fresh.similarity == later.similarity
 
 
 def test_bad_arguments_change_nothing(acme, database):
