@@ -158,3 +158,46 @@ def test_the_store_refuses_a_second_embedder_and_writes_nothing(database):
             again.close()
     finally:
         store.close()
+
+
+def _session_search(conn, fn, session, k=3, read=None, adapter=None, scope=None):
+    conn.execute("select pymem.set_context('acme', 'reader', %s, %s, %s)", (adapter, Jsonb(scope or {}), read))
+    if fn == "hybrid":
+        rows = conn.execute("select id from pymem.session_search_hybrid(%s, %s::text::vector, %s, %s)",
+                            (session, json.dumps(QUERY), TEXT, k)).fetchall()
+    else:
+        rows = conn.execute("select id from pymem.session_search(%s, %s::text::vector, %s)",
+                            (session, json.dumps(QUERY), k)).fetchall()
+    conn.rollback()
+    return [r[0] for r in rows]
+
+
+def test_a_sessions_hybrid_search_lifts_word_matches_and_keeps_to_what_the_session_receives(seeded):
+    with seeded.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'loader', null, '{}'::jsonb, null)")
+        conn.execute("insert into pymem.sessions (tenant_id, id, scope, surface) values ('acme', 's-red', %s, 'api')",
+                     (Jsonb({"team": "red"}),))
+        conn.commit()
+        by_vector = _session_search(conn, "vector", "s-red")
+        hybrid = _session_search(conn, "hybrid", "s-red")
+        every = _session_search(conn, "hybrid", "s-red", k=1000)
+        # the allow-list applies too: a context reading adapter x only cannot see the (untagged) session
+        allowed = _session_search(conn, "hybrid", "s-red", k=1000, read=["x"])
+    assert "a-zebra" not in by_vector  # its vector points away from the query
+    assert {"a-zebra", "a-agent"} <= set(hybrid) and hybrid[0] in {"a-zebra", "a-agent"}
+    # a sibling scope's word match (team blue) and another tenant's are never named
+    assert "a-blue" not in every and "g-zebra" not in every
+    assert set(every) == {"a-zebra", "a-near", "a-agent"} | {f"a-{i}" for i in range(12)}
+    assert allowed == []
+
+
+def test_a_bound_agent_cannot_reach_a_sibling_scope_through_the_sessions_hybrid_search(seeded):
+    with seeded.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'loader', null, '{}'::jsonb, null)")
+        conn.execute("insert into pymem.sessions (tenant_id, id, scope, surface) values ('acme', 's-blue', %s, 'api')",
+                     (Jsonb({"team": "blue"}),))
+        conn.commit()
+    bind_login(seeded, AGENT_LOGIN, adapter="x", tenants=["acme"], scope={"team": "red"})
+    with psycopg.connect(login_dsn(seeded, AGENT_LOGIN)) as agent:
+        # the blue session is outside the login's bound scope: nothing, not the blue row
+        assert _session_search(agent, "hybrid", "s-blue", k=1000, adapter="x", scope={"team": "red"}) == []
