@@ -63,6 +63,7 @@ APP_CALLS = [
     "select count(*) from pymem.ledger",
     "select count(*) from pymem.session_hot('s1', 3)",
     f"select count(*) from pymem.session_search('s1', {VECTOR}::vector, 3)",
+    f"select count(*) from pymem.session_search_hybrid('s1', {VECTOR}::vector, 'tea in the morning', 3)",
     "select count(*) from pymem.session_lessons('s1', array['db'], 3)",
     "select pymem.session_receives('s1', array['m1'])",
     "insert into pymem.idempotency_keys (tenant_id, verb, actor, key, digest, result, expires_at)"
