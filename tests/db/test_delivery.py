@@ -349,3 +349,37 @@ def test_bad_arguments_change_nothing(acme, database):
         deliver(acme, "s", 42, **DEFAULTS)
     with database.admin() as conn:
         assert conn.execute("select count(*) from pymem.ledger where event = 'delivery.injected'").fetchone()[0] == 0
+
+
+class _TableEmbedder(type(EMBEDDER)):
+    """The store's embedder by name, with vectors chosen by the test: the query points along e0,
+    the notes close to it, the word match orthogonal to it (no vector ranking would lift it)."""
+
+    def embed(self, texts):
+        out = []
+        for text in texts:
+            vector = [0.0] * self.dim
+            if text.startswith("note "):
+                vector[0], vector[2 + int(text.split()[1])] = 1.0, 0.3
+            elif "zebra" in text and text != "zebra lighthouse":
+                vector[1] = 1.0
+            else:
+                vector[0] = 1.0
+            out.append(vector)
+        return out
+
+
+def test_deliver_ranks_by_the_querys_words_and_vector_together(acme):
+    # deliver recalls through the session's hybrid search (pymem.session_search_hybrid): the word
+    # match ranks first although five notes are closer by cosine
+    embedder = _TableEmbedder(EMBEDDER.dim)
+    start_session(acme, "s", "chat")
+    notes = [admit(acme, {"content": f"note {i} about tea"}, Provenance("user_asserted"), policy=POLICY,
+                   embedder=embedder)["id"] for i in range(5)]
+    match = admit(acme, {"content": "The zebra lighthouse keeper"}, Provenance("user_asserted"), policy=POLICY,
+                  embedder=embedder)["id"]
+    by_vector = recall(acme, "zebra lighthouse", top_k=1, floor=-1, hybrid=False, policy=POLICY, embedder=embedder)
+    assert [k.id for k in by_vector.kept][0] in notes  # the notes tie by cosine, ahead of the match
+    delivered = deliver(acme, "s", "zebra lighthouse", top_k=1, max_hot=0, max_sessions=0, floor=-1,
+                        policy=DEFAULTS["policy"], trust=DEFAULTS["trust"], embedder=embedder)
+    assert [i.id for i in delivered.items] == [match]
