@@ -12,6 +12,8 @@
 --   (pymem._text_candidates) with its vector ranking by reciprocal rank (pymem._search_hybrid),
 --   under the caller's row-level security, with the same complete top_k. Without p_text it is
 --   the vector search it was. Rows written before this migration get their search_text here.
+-- * pymem.session_search_hybrid is pymem.session_search (migration 0010: what a session receives)
+--   with the query's text, fused the same way, so a delivery's recall ranks as recall does.
 
 set role pymem_owner;
 
