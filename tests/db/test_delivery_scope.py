@@ -219,9 +219,8 @@ def test_the_session_reads_return_nothing_outside_what_the_session_receives(tena
             with pytest.raises(psycopg.errors.InvalidParameterValue):
                 conn.execute("select * from pymem.session_search('s-u2', %s::text::vector, %s)", (vector, bad))
             conn.rollback()
+    # the session-wide login with no pymem role (tests/conftest.py): kept, later tests use it
     with database.admin() as admin:
-        admin.execute("drop role if exists pymem_test_stranger")
-        admin.execute("create role pymem_test_stranger login password 'pymem-test'")
         admin.execute(f"grant connect on database \"{database.name}\" to pymem_test_stranger")
     try:
         with psycopg.connect(login_dsn(database, "pymem_test_stranger")) as conn:
@@ -232,8 +231,6 @@ def test_the_session_reads_return_nothing_outside_what_the_session_receives(tena
     finally:
         with database.admin() as admin:
             admin.execute(f"revoke connect on database \"{database.name}\" from pymem_test_stranger")
-            admin.execute("drop owned by pymem_test_stranger")
-            admin.execute("drop role pymem_test_stranger")
 
 
 @pytest.mark.parametrize("plan", ["exact", "hnsw"])
