@@ -31,13 +31,14 @@ from .delivery.sessions import (Session, SessionSummary, end_session, erase_sess
                                 replace_summary, start_session)
 from .delivery.tiers import Tier, TierRule, TrustTiers, tier_of
 from .delivery.tokens import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter, TokenCounter
-from .embedder import Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
+from .embedder import E5SmallEmbedder, Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
 from .errors import (
     AccessDenied,
     Busy,
     ContextError,
     ConventionConflict,
     IdempotencyConflict,
+    EmbedderMismatch,
     IncognitoSession,
     InvalidArguments,
     LockTimeout,
@@ -67,6 +68,7 @@ from .recall import RecallResult, RecalledMemory, WithheldMemory, WriteGate, rec
 from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
 from .storage.endpoints import admin_connection, stop_embedded, upgrade_schema
 from .storage.memories import Memories
+from .storage.reembed import ReembedReport, reembed
 from .storage.status import DatabaseStatus, database_status
 from .storage.store import Store
 from .storage.transfer import ImportReport, check_file, export_records, import_file
@@ -74,17 +76,17 @@ from .vocabulary import LESSON_HALF_LIVES, LESSON_TYPES, ORIGINS, SURFACES, Orig
 
 __all__ = [
     # opening the store, and the memory verbs
-    "Settings", "Store", "Memories", "Context", "parse_scope_pairs",
+    "Settings", "Store", "Memories", "Context", "parse_scope_pairs", "reembed", "ReembedReport",
     # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
-    "IncognitoSession", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout", "TransactionConflict",
+    "IncognitoSession", "EmbedderMismatch", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout", "TransactionConflict",
     "PoolExhausted", "TenantBusy",
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",
     "evaluate_admission", "AdmissionEvaluation", "HeldOutSource",
-    "Embedder", "LexicalEmbedder", "MiniLMEmbedder", "get_embedder", "check_dimension",
+    "Embedder", "E5SmallEmbedder", "LexicalEmbedder", "MiniLMEmbedder", "get_embedder", "check_dimension",
     # audit and integrity
     "refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",
     "TenantVerification", "verify_independently", "audit_chain", "ChainAudit", "anchor_store", "AnchorResult",

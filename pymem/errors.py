@@ -19,6 +19,11 @@ class InvalidArguments(PymemError, ValueError):
     exit_code = 2
 
 
+class EmbedderMismatch(InvalidArguments):
+    """The embedder a call would use is not the one the store's vectors were written with (or
+    not of its dimension): mixing two would compare vectors from different spaces."""
+
+
 class ContextError(InvalidArguments):
     """The per-transaction context (tenant, actor, adapter, scope) is missing or malformed."""
 

@@ -23,6 +23,21 @@ times as many (up to 1000). `withheld` lists exactly the hits walked past on the
 that outranked (or sat among) what was kept and would have been shown were they believed.
 Rows beyond the last kept one are not judged (a guard can be expensive).
 
+Verdicts are reused: the policy part of a re-judgement (step 3, the detector's work) is kept in a
+per-process cache keyed by the policy's fingerprint and a digest of exactly what was judged (the
+stored record, content and confidence, and the provenance), so a memory is judged once per
+(content, policy) and judged again as soon as either changes: "the policy in force now" still
+decides. Trust (step 1) and consistency (step 2) are checked on every call; a call with a `guard`
+bypasses the cache (a guard is the caller's code, with state of its own).
+
+Hybrid: a text query is searched by its vector and its words together (pymem.search's hybrid
+ranking, full-text BM25 fused with cosine by reciprocal rank); a vector query by cosine alone.
+
+The floor: hits whose cosine similarity to the query is below `floor` are dropped before they are
+judged (they are not relevant, so not withheld either): the same floor as deliver's, by default
+PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the store's embedder
+(pymem.embedder.similarity_floor_of), else DEFAULT_FLOOR.
+
 Withheld entries carry the id, the reason, the signature and the classifier's score, never the
 content. Kept entries
 carry the content: that is what recall is for.
@@ -34,6 +49,11 @@ valid by then and not yet superseded then, re-judged under the policy in force n
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import math
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -45,9 +65,9 @@ from .storage.search import SearchHit
 from .storage.validate import check_embedding
 from .admission.gate import admit
 from .admission.judge import rejudge
-from .embedder import Embedder, check_dimension, get_embedder
+from .embedder import Embedder, embed_query, similarity_floor_of
 from .errors import InvalidArguments
-from .vocabulary import MAX_QUERY_BYTES
+from .vocabulary import MAX_QUERY_BYTES, canonical_json
 from .admission.policy import AdmissionPolicy
 from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
@@ -56,8 +76,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
 __all__ = ["recall", "recall_session", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
-           "OVERFETCH_FACTOR",
+           "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
+
+#: The floor when neither the caller, the environment nor the embedder names one.
+DEFAULT_FLOOR = 0.35
+#: Verdicts kept per process (see the module docstring), least recently used dropped first.
+VERDICT_CACHE_SIZE = 65_536
 
 OVERFETCH_FACTOR = 3
 OVERFETCH_MIN_EXTRA = 10
@@ -83,6 +108,7 @@ class RecalledMemory:
     kind: str | None = None
     tags: list[str] = field(default_factory=list)
     reason: str = ""
+    event_at: _dt.datetime | None = None  # when the remembered thing happened (the writer's event_at)
 
     @property
     def session_id(self) -> str | None:
@@ -93,6 +119,7 @@ class RecalledMemory:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["created_at"] = self.created_at.isoformat() if self.created_at else None
+        out["event_at"] = self.event_at.isoformat() if self.event_at else None
         return out
 
 
@@ -145,14 +172,89 @@ def check_query_text(query: str, what: str = "the recall query") -> str:
     return query
 
 
+def check_floor(value: object, what: str = "floor") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not -1.0 <= value <= 1.0:
+        raise InvalidArguments(f"{what} must be a cosine similarity in [-1, 1]")
+    return float(value)
+
+
+def similarity_floor(embedder: Embedder | None = None, environ: Mapping[str, str] | None = None) -> float:
+    """PYMEM_SIMILARITY_FLOOR when set, else `embedder`'s calibrated floor, else DEFAULT_FLOOR."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("PYMEM_SIMILARITY_FLOOR") or "").strip()
+    if raw:
+        try:
+            return check_floor(float(raw), "PYMEM_SIMILARITY_FLOOR")
+        except ValueError:
+            raise InvalidArguments(f"PYMEM_SIMILARITY_FLOOR must be a number in [-1, 1], got {raw[:32]!r}") from None
+    calibrated = similarity_floor_of(embedder) if embedder is not None else None
+    return calibrated if calibrated is not None else DEFAULT_FLOOR
+
+
+class _Verdicts:
+    """The per-process verdict cache (see the module docstring): policy fingerprint + digest of
+    the judged inputs -> the admission Decision."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, bytes], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(record: Mapping[str, Any], provenance: Any, policy: AdmissionPolicy) -> tuple[str, bytes] | None:
+        try:
+            text = canonical_json([record, provenance])
+        except (TypeError, ValueError):
+            return None  # not JSON-shaped: judge it every time
+        return policy.fingerprint, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+
+    def get(self, key: tuple[str, bytes]) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, bytes], value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_verdicts = _Verdicts(VERDICT_CACHE_SIZE)
+
+
+def clear_verdicts() -> None:
+    """Forget every cached verdict (tests; a process that changed its detector in place)."""
+    _verdicts.clear()
+
+
+def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any):
+    if guard is not None:
+        return rejudge(record, provenance, policy, guard)
+    key = _Verdicts.key(record, provenance, policy)
+    if key is None:
+        return rejudge(record, provenance, policy, guard)
+    decision = _verdicts.get(key)
+    if decision is None:
+        decision = rejudge(record, provenance, policy, guard)
+        _verdicts.put(key, decision)
+    return decision
+
+
 def _query_vector(memories: "Memories", query: Any, embedder: Embedder | None) -> list[float]:
     if isinstance(query, str):
         if not query.strip():
             raise InvalidArguments("the recall query is empty")
         check_query_text(query)
-        embedder = embedder if embedder is not None else get_embedder()
-        check_dimension(embedder, memories.store.embedding_dim)
-        return embedder.embed([query])[0]
+        return embed_query(memories.store.text_embedder(embedder), query)
     if isinstance(query, (bytes, Mapping)) or not isinstance(query, Sequence) and not hasattr(query, "tolist"):
         raise InvalidArguments(f"the recall query must be text or a vector, not {type(query).__name__}")
     return list(query.tolist() if hasattr(query, "tolist") else query)
@@ -178,6 +280,18 @@ def _withhold(row: SearchHit, reason: str, signature: str | None = None,
                           classifier_score=classifier_score)
 
 
+def _event_time(record: Any) -> _dt.datetime | None:
+    """The stored record's event_at (written checked by the gate), None when absent or unreadable."""
+    value = record.get("event_at") if isinstance(record, Mapping) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        when = _dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.timezone.utc)
+
+
 def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
               guard: Any = None) -> RecalledMemory | WithheldMemory:
     """Re-judge one stored row (a search hit, or any row shaped like one) as recall does: adapter
@@ -193,7 +307,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
             return _withhold(row, "unproven: the row's origin and its provenance's origin disagree")
         if provenance.get("adapter") is not None and provenance.get("adapter") != adapter:
             return _withhold(row, "unproven: the provenance names another adapter than the row's writer")
-    decision = rejudge(_stored_record(row), provenance, policy, guard)
+    decision = _rejudge(_stored_record(row), provenance, policy, guard)
     origin = decision.origin.value if decision.origin is not None else row.origin
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin, decision.score)
@@ -201,20 +315,24 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
         id=row.id, content=row.content, score=float(row.score), origin=origin,
         confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,
         provenance=dict(provenance), kind=row.kind, tags=list(row.tags or []),
-        reason=decision.reason)
+        reason=decision.reason, event_at=_event_time(row.record))
 
 
 def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5,
            policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
            embedder: Embedder | None = None, scope_filter: Mapping[str, str] | None = None,
-           as_of: Any = None, conn: psycopg.Connection | None = None) -> RecallResult:
+           as_of: Any = None, floor: float | None = None, hybrid: bool = True,
+           conn: psycopg.Connection | None = None) -> RecallResult:
     """Search, then re-judge every hit under the policy in force now; see the module docstring.
 
-    `query`: text (embedded with `embedder`, default pymem.embedder.get_embedder(), checked
+    `query`: text (embedded with `embedder`, default the store's, pymem.storage.embedding, checked
     against the store's dimension) or a vector. `as_of`: a datetime or ISO 8601 time to ask what
 was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
     `trust`: default pymem.admission.trust.active_trust_policy(); both read at this call. `guard`: any
     object with `check_input(text)`. `scope_filter`: only rows whose scope contains it.
+    `floor`: the similarity floor (default similarity_floor() for the store's embedder; -1 keeps
+    every hit). `hybrid`: a text query also ranks by its words (default True; ignored for
+    vector queries and `as_of`).
     """
     top_k = _search.check_top_k(top_k)
     policy = policy if policy is not None else AdmissionPolicy.from_env()
@@ -226,27 +344,37 @@ was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
     if guard is not None and not callable(getattr(guard, "check_input", None)):
         raise InvalidArguments("guard must have a check_input(text) method")
     as_of = check_as_of(as_of) if as_of is not None else None
+    if not isinstance(hybrid, bool):
+        raise InvalidArguments("hybrid must be true or false")
+    if floor is not None:
+        floor = check_floor(floor)
     vector = _query_vector(memories, query, embedder)
     store = memories.store
+    if floor is None:
+        floor = similarity_floor(store.text_embedder(embedder) if isinstance(query, str) or embedder is not None
+                                 else _recorded_embedder(store))
+    text = query if isinstance(query, str) and hybrid and as_of is None else None
 
     def search(c: psycopg.Connection, fetch: int) -> list[SearchHit]:
         if as_of is not None:
             return search_rows_as_of(c, memories.ctx, vector, fetch, as_of, scope_filter, dim=store.embedding_dim)
         return _search.search_rows(c, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
-                                   with_vectors=False)
+                                   with_vectors=False, text=text)
 
     # every round of the search in one transaction, on one connection (one snapshot on pymem's own)
     with store.transaction(memories.ctx, conn, snapshot=True) as c:
-        return _judged(lambda fetch: search(c, fetch), top_k, policy, trust, guard)
+        return _judged(lambda fetch: search(c, fetch), top_k, floor, policy, trust, guard)
 
 
 def recall_session(memories: "Memories", session_id: str, query: str | Sequence[float], *, top_k: int = 5,
                    policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
-                   embedder: Embedder | None = None, conn: psycopg.Connection | None = None) -> RecallResult:
-    """What a turn of session `session_id` recalls: `recall`'s search and re-judging, over the
-    memories the session receives (pymem.session_search: those of its scope and of its ancestors,
-    so tenant-wide memories but never a sibling scope's) instead of every row the context may read.
-    Nothing when the context cannot see the session."""
+                   embedder: Embedder | None = None, floor: float | None = None, hybrid: bool = True,
+                   conn: psycopg.Connection | None = None) -> RecallResult:
+    """What a turn of session `session_id` recalls: `recall`'s search (hybrid for a text query),
+    floor and re-judging, over the memories the session receives (pymem.session_search and
+    pymem.session_search_hybrid: those of its scope and of its ancestors, so tenant-wide memories
+    but never a sibling scope's) instead of every row the context may read. Nothing when the
+    context cannot see the session."""
     top_k = _search.check_top_k(top_k)
     policy = policy if policy is not None else AdmissionPolicy.from_env()
     trust = trust if trust is not None else active_trust_policy()
@@ -254,16 +382,25 @@ def recall_session(memories: "Memories", session_id: str, query: str | Sequence[
         raise InvalidArguments("policy and trust must be an AdmissionPolicy and an AdapterTrustPolicy")
     if guard is not None and not callable(getattr(guard, "check_input", None)):
         raise InvalidArguments("guard must have a check_input(text) method")
-    vector = check_embedding(_query_vector(memories, query, embedder), memories.store.embedding_dim, "vector")
-    with memories.store.transaction(memories.ctx, conn, snapshot=True) as c:
-        return _judged(lambda fetch: _search.session_search_rows(c, session_id, vector, fetch), top_k, policy, trust,
-                       guard)
+    if not isinstance(hybrid, bool):
+        raise InvalidArguments("hybrid must be true or false")
+    if floor is not None:
+        floor = check_floor(floor)
+    store = memories.store
+    vector = check_embedding(_query_vector(memories, query, embedder), store.embedding_dim, "vector")
+    if floor is None:
+        floor = similarity_floor(store.text_embedder(embedder) if isinstance(query, str) or embedder is not None
+                                 else _recorded_embedder(store))
+    text = query if isinstance(query, str) and hybrid else None
+    with store.transaction(memories.ctx, conn, snapshot=True) as c:
+        return _judged(lambda fetch: _search.session_search_rows(c, session_id, vector, fetch, text=text), top_k,
+                       floor, policy, trust, guard)
 
 
-def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, policy: AdmissionPolicy,
+def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float, policy: AdmissionPolicy,
             trust: AdapterTrustPolicy, guard: Any) -> RecallResult:
-    """Walk the hits best first, re-judging each, until top_k are kept; over-fetch as the module
-    docstring says."""
+    """Walk the hits best first, re-judging each and skipping those under the similarity floor,
+    until top_k are kept; over-fetch as the module docstring says."""
     fetch = candidate_count(top_k)
     judged: dict[str, RecalledMemory | WithheldMemory] = {}  # by id: a row is judged once per call
     while True:
@@ -271,6 +408,8 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, policy: Admi
         kept: list[RecalledMemory] = []
         withheld: list[WithheldMemory] = []
         for row in rows:
+            if row.score < floor:
+                continue  # not relevant: neither kept nor withheld
             verdict = judged.get(row.id)
             if verdict is None:
                 verdict = judged[row.id] = judge_hit(row, policy, trust, guard)
@@ -282,6 +421,14 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, policy: Admi
             return RecallResult(kept=kept, withheld=withheld, policy_fingerprint=policy.fingerprint,
                                 candidates=len(rows))
         fetch = min(_search.MAX_TOP_K, fetch * OVERFETCH_GROWTH)
+
+
+def _recorded_embedder(store: Any) -> Embedder | None:
+    """The store's embedder for a vector query's floor: the recorded one, if it can be resolved."""
+    try:
+        return store.text_embedder()
+    except InvalidArguments:
+        return None
 
 
 class WriteGate:

@@ -122,64 +122,67 @@ alter role pymem_auditor login
 -- Insert memory rows, one VALUES row per memory; fails on an existing id
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by)
-values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s)
 returning m.id, m.revision
 
 -- name: upsert_memories --
 -- Insert or replace chunk rows, one VALUES row per memory; replaces only what a chunk determines
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by)
-values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s)
 on conflict (tenant_id, id) do update
    set scope = excluded.scope, content = excluded.content, record = excluded.record,
        embedding = excluded.embedding, origin = excluded.origin, provenance = excluded.provenance,
-       injection_source = excluded.injection_source, source_adapter = excluded.source_adapter
+       injection_source = excluded.injection_source, source_adapter = excluded.source_adapter,
+       embedder = excluded.embedder
 returning m.id, m.revision
 
 -- name: replace_memories --
 -- Insert or replace whole memory rows, one VALUES row per memory; every column a row determines is replaced
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by)
-values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s)
 on conflict (tenant_id, id) do update
    set scope = excluded.scope, kind = excluded.kind, content = excluded.content, record = excluded.record,
        embedding = excluded.embedding, tags = excluded.tags, importance = excluded.importance,
        confidence = excluded.confidence, origin = excluded.origin, source_adapter = excluded.source_adapter,
        provenance = excluded.provenance, injection_source = excluded.injection_source,
        policy_fingerprint = excluded.policy_fingerprint, valid_from = excluded.valid_from,
-       invalidated_at = excluded.invalidated_at, superseded_by = excluded.superseded_by
+       invalidated_at = excluded.invalidated_at, superseded_by = excluded.superseded_by,
+       embedder = excluded.embedder
 returning m.id, m.revision
 
 -- name: create_stage --
 -- A session-local staging table for one bulk write, with the write columns' own types (read from pymem.memories, so no type name is looked up); dropped at commit
 create temp table pymem_stage on commit drop as
 select tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence, origin, source_adapter,
-       provenance, injection_source, policy_fingerprint, valid_from, invalidated_at, superseded_by
+       provenance, injection_source, policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder
   from pymem.memories with no data
 
 -- name: copy_stage --
 -- Binary COPY of a batch of memory rows into the staging table (the write columns, in order)
 copy pg_temp.pymem_stage (tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence,
                           origin, source_adapter, provenance, injection_source, policy_fingerprint, valid_from,
-                          invalidated_at, superseded_by) from stdin (format binary)
+                          invalidated_at, superseded_by, embedder) from stdin (format binary)
 
 -- name: upsert_from_stage --
 -- upsert_memories for every staged row in one statement: the caller's RLS, the triggers and one chain lock per tenant; rows are taken in id order (code points, as Python sorts them) so overlapping batches lock them in one order and queue instead of deadlocking
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
 select s.tenant_id, s.id, s.scope, s.kind, s.content, s.record, s.embedding, s.tags, s.importance, s.confidence,
        s.origin, s.source_adapter, s.provenance, s.injection_source, s.policy_fingerprint,
-       coalesce(s.valid_from, now()), s.invalidated_at, s.superseded_by
+       coalesce(s.valid_from, now()), s.invalidated_at, s.superseded_by, s.embedder
   from pg_temp.pymem_stage s
  order by s.id collate "C"
 on conflict (tenant_id, id) do update
    set scope = excluded.scope, content = excluded.content, record = excluded.record,
        embedding = excluded.embedding, origin = excluded.origin, provenance = excluded.provenance,
-       injection_source = excluded.injection_source, source_adapter = excluded.source_adapter
+       injection_source = excluded.injection_source, source_adapter = excluded.source_adapter,
+       embedder = excluded.embedder
 returning m.id, m.revision
 
 -- name: drop_stage --
@@ -253,9 +256,53 @@ select id, record, content, scope, kind, tags, origin, provenance, injection_sou
  order by tenant_id, id
 
 -- name: search --
--- Cosine search in the transaction's context (query, top_k, scope filter, superseded, vectors, plan)
+-- Cosine search in the transaction's context (query, top_k, scope filter, superseded, vectors, plan, query text: hybrid when not NULL)
 select * from pymem.search(p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => %s,
-                           p_with_vectors => %s, p_plan => %s)
+                           p_with_vectors => %s, p_plan => %s, p_text => %s)
+
+-- name: claim_embedder --
+-- Record the store's embedder if none is (name, dimension); returns the recorded one
+select pymem.claim_embedder(%s, %s)
+
+-- name: store_embedder --
+-- The embedder the store records (NULL before the first write)
+select embedder from pymem.store_info
+
+-- name: record_reembedded --
+-- After a re-embedding: record the new embedder once every content-embedded row has it; returns the recorded one
+select pymem.record_reembedded(%s)
+
+-- name: reembed_tenants --
+-- Tenants, and the adapters of their rows, still holding vectors another embedder computed from content (administrative connection)
+select distinct m.tenant_id, m.source_adapter
+  from pymem.memories m
+ where m.erased_at is null and m.embedding is not null and m.content is not null
+   and m.embedder is distinct from %s and (m.embedder is not null or m.record_lite is null)
+ order by 1, 2
+
+-- name: reembed_pending --
+-- How many rows are still to be re-embedded to an embedder (administrative connection)
+select count(*)
+  from pymem.memories m
+ where m.erased_at is null and m.embedding is not null and m.content is not null
+   and m.embedder is distinct from %s and (m.embedder is not null or m.record_lite is null)
+
+-- name: reembed_batch --
+-- The next rows of the context tenant and adapter to re-embed to an embedder (tenant, adapter, embedder, limit), locked until commit
+select m.id, m.content
+  from pymem.memories m
+ where m.tenant_id = %s and m.source_adapter is not distinct from %s
+   and m.erased_at is null and m.embedding is not null and m.content is not null
+   and m.embedder is distinct from %s and (m.embedder is not null or m.record_lite is null)
+ order by m.id
+ limit %s
+ for update
+
+-- name: reembed_rows --
+-- Write re-embedded vectors (tenant, embedder, ids, vectors): one memory.update event each, chained as any update
+update pymem.memories m set embedding = v.embedding, embedder = %s
+  from unnest(%s::text[], %s::vector[]) as v (id, embedding)
+ where m.tenant_id = %s and m.id = v.id
 
 -- name: search_as_chunks --
 -- search_as for the storage contract: id, record, score, revision, and the columns a record-less row's chunk is built from (NULL when the row has a record); sent as a prepared statement
@@ -573,6 +620,10 @@ select * from pymem.session_hot(%s, %s)
 -- name: session_search --
 -- Cosine search over the memories a session receives, in the transaction's context (session, query, top_k, plan)
 select * from pymem.session_search(p_session => %s, p_query => %s, p_top_k => %s, p_plan => %s)
+
+-- name: session_search_hybrid --
+-- Hybrid search over the memories a session receives: the vector ranking fused with the query text's (session, query, text, top_k, plan)
+select * from pymem.session_search_hybrid(p_session => %s, p_query => %s, p_text => %s, p_top_k => %s, p_plan => %s)
 
 -- name: session_receives --
 -- Which of these ids are live memories the session receives, in order (%s session, %s ids)

@@ -454,11 +454,15 @@ create table pymem.store_info (
   singleton boolean primary key default true check (singleton),
   embedding_dim integer not null check (embedding_dim between 1 and 16000),
   hash_version smallint not null default 2,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  embedder text check (embedder <> '' and length(embedder) <= 100),
+  text_search_config regconfig not null default 'pg_catalog.english'
 );
 comment on table pymem.store_info is 'One row of store-wide facts the Python layer checks against its configuration';
 comment on column pymem.store_info.embedding_dim is 'Dimension of memories.embedding, fixed when the schema was created';
 comment on column pymem.store_info.hash_version is 'Version of the field lists hashed into content_hash and chain_hash';
+comment on column pymem.store_info.embedder is 'Name of the embedder whose vectors the store holds (NULL until the first write claims it); another embedder is refused';
+comment on column pymem.store_info.text_search_config is 'Text-search configuration of memories.search_text and of search queries; changed only while the store holds no memory';
 insert into pymem.store_info (embedding_dim) values ({{embedding_dim}});
 
 create table pymem.memories (
@@ -488,6 +492,8 @@ create table pymem.memories (
   record_lite jsonb
   generated always as (case when jsonb_typeof(record) = 'object' and (record ? 'embedding' or record ? 'vector')
                             then record - '{embedding,vector}'::text[] end) stored,
+  embedder text check (embedder <> '' and length(embedder) <= 100),
+  search_text tsvector,
   primary key (tenant_id, id),
   constraint memories_injection_source_rule
     check ((origin is not distinct from 'injected_context') = (injection_source is not null))
@@ -522,6 +528,8 @@ comment on column pymem.memories.superseded_by is 'Id of the memory that replace
 comment on column pymem.memories.erased_at is 'When content, record and embedding were erased; content_hash is kept so the chain still verifies';
 comment on column pymem.memories.content_hash is 'sha256 over the row''s hashed fields, computed by a trigger; verify recomputes it';
 comment on column pymem.memories.record_lite is 'The record without its embedding/vector keys, for records that carry one (NULL otherwise): what searches that return no vectors send back; kept by the database';
+comment on column pymem.memories.embedder is 'The embedder that computed this row''s vector from its content; NULL when the caller supplied the vector (or before migration 0011)';
+comment on column pymem.memories.search_text is 'The content as a tsvector in the store''s text-search configuration, plus one position-less lexeme naming the tenant (see pymem._tenant_lexeme); kept by the database';
 comment on constraint memories_injection_source_rule on pymem.memories is 'injected_context needs its injection_source; any other origin must not carry one';
 
 -- HNSW for cosine search at scale; small row sets are searched exactly (see pymem.search).
@@ -543,6 +551,11 @@ comment on index pymem.memories_tenant_scope is 'A tenant''s rows whose scope co
 -- the sha256 of the scope's text (jsonb's text output is canonical), as pymem.scope_rows_key has it.
 create index memories_tenant_scope_key on pymem.memories (tenant_id, sha256(scope::text::bytea));
 comment on index pymem.memories_tenant_scope_key is 'A tenant''s rows of exactly one scope: what a session receives from its own scope and each ancestor';
+
+-- fastupdate off, as for the scope index: with GIN's pending list every search would rescan the
+-- recent entries.
+create index memories_search_text on pymem.memories using gin (search_text) with (fastupdate = off);
+comment on index pymem.memories_search_text is 'Full-text candidates of a hybrid search (one tenant at a time, through its tenant lexeme)';
 
 create table pymem.chain_heads (
   tenant_id text primary key,
@@ -1135,6 +1148,44 @@ create trigger memories_operator_origin
   for each row when (new.origin = 'operator' or (new.provenance ->> 'origin') = 'operator')
   execute function pymem._memories_operator_origin();
 comment on trigger memories_operator_origin on pymem.memories is 'Origin operator only on untagged rows written by an operator context';
+
+-- search_text, kept by the database (hybrid search reads it; it is not content, so not hashed)
+
+create function pymem._tenant_lexeme(p_tenant text) returns text
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select ' tenant ' || md5(p_tenant) $$;
+comment on function pymem._tenant_lexeme(text) is 'A lexeme no parser emits (it holds spaces) naming a tenant: a text search ANDs it in, so the GIN index finds one tenant''s rows only';
+
+create function pymem._search_text(p_tenant text, p_content text) returns tsvector
+language sql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+  select case when p_content is not null
+              then array_to_tsvector(array[pymem._tenant_lexeme(p_tenant)])
+                   || to_tsvector((select s.text_search_config from pymem.store_info s), p_content) end
+$$;
+comment on function pymem._search_text(text, text) is 'The search_text of a memory: its tenant lexeme and its content in the store''s configuration (NULL without content)';
+
+create function pymem._memories_search_text() returns trigger
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if tg_op = 'INSERT' or new.content is distinct from old.content then
+    new.search_text := pymem._search_text(new.tenant_id, new.content);
+  else
+    new.search_text := old.search_text;
+  end if;
+  return new;
+end
+$$;
+comment on function pymem._memories_search_text() is 'Keeps search_text equal to the content''s tsvector (the app role cannot write the column)';
+
+create trigger memories_search_text
+  before insert or update on pymem.memories
+  for each row execute function pymem._memories_search_text();
+comment on trigger memories_search_text on pymem.memories is 'Keeps search_text in step with the content';
 
 create function pymem._event_bytes_v1(l pymem.ledger) returns bytea
 language plpgsql immutable parallel safe
@@ -2110,6 +2161,216 @@ end
 $$;
 comment on function pymem._search_in_scope(vector, integer, jsonb, boolean, bigint) is 'Scoped exact search through the scope index, applying the read policy itself (definer); NULL when the scope holds p_cap rows or more';
 
+-- The store's embedder (pymem/storage/embedding.py checks it) and its text-search configuration.
+
+create function pymem.claim_embedder(p_name text, p_dim integer) returns text
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- The store's embedder: p_name becomes it if none is recorded yet and p_dim is the store's
+-- dimension; returns the recorded name either way (the caller compares). Definer: the app role
+-- may not write pymem.store_info, and this can only fill an empty field.
+begin
+  if p_name is null or p_name = '' or length(p_name) > 100 then
+    raise exception 'pymem: an embedder name is 1 to 100 characters' using errcode = '22023';
+  end if;
+  update pymem.store_info set embedder = p_name where embedder is null and embedding_dim = p_dim;
+  return (select embedder from pymem.store_info);
+end
+$$;
+comment on function pymem.claim_embedder(text, integer) is 'Records the store''s embedder if none is recorded (and the dimension matches); returns the recorded one';
+
+create function pymem.record_reembedded(p_name text) returns text
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- After `pymem reembed`: p_name becomes the store's embedder once no live row of any tenant holds
+-- a vector another embedder computed from its content (NULL-embedder rows with a vector-free
+-- record count as such: the gate wrote them before 0011). Returns the recorded name. Definer:
+-- it reads every tenant's rows, and it can only record what the rows already say.
+begin
+  if p_name is null or p_name = '' or length(p_name) > 100 then
+    raise exception 'pymem: an embedder name is 1 to 100 characters' using errcode = '22023';
+  end if;
+  if not exists (select from pymem.memories m
+                  where m.erased_at is null and m.embedding is not null and m.content is not null
+                    and (m.embedder is distinct from p_name)
+                    and (m.embedder is not null or m.record_lite is null)) then
+    update pymem.store_info set embedder = p_name;
+  end if;
+  return (select embedder from pymem.store_info);
+end
+$$;
+comment on function pymem.record_reembedded(text) is 'Records p_name as the store''s embedder once every content-embedded live row was embedded by it; returns the recorded one';
+
+create function pymem.set_text_search_config(p_config regconfig) returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- A configuration is chosen before the first memory: rows indexed in one configuration are not
+-- found by queries parsed in another (stemming differs), and re-indexing would re-chain every row.
+begin
+  if p_config is null then
+    raise exception 'pymem: a text-search configuration is required' using errcode = '22023';
+  end if;
+  if exists (select from pymem.memories) then
+    raise exception 'pymem: the text-search configuration can only be changed while the store holds no memory'
+      using errcode = '55000';
+  end if;
+  update pymem.store_info set text_search_config = p_config;
+end
+$$;
+comment on function pymem.set_text_search_config(regconfig) is 'Sets the store''s text-search configuration while it holds no memory (owner only)';
+
+-- Hybrid search: BM25 candidates and their fusion with the vector ranking (see pymem.search).
+
+create function pymem._text_candidates(
+  p_text text,
+  p_limit integer,
+  p_scope_filter jsonb,
+  p_include_superseded boolean
+) returns table (id text, score double precision)
+language plpgsql stable security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- The p_limit rows of the context that rank best for p_text by BM25 (k1 1.2, b 0.75), best
+-- first: the words of p_text in the store's configuration, ORed; a row matches if it holds any.
+-- Document frequencies and lengths are counted over the rows the context may read, in scope, so
+-- the ranking of what a caller sees says nothing about rows it cannot see.
+--
+-- Definer, because the text match (@@) is not leakproof: under the caller's row-level security
+-- it could never be an index condition and every row of the tenant would be read. It therefore
+-- applies the read policy (pymem.memories_read) itself, as pymem._search_in_scope does, and
+-- pymem._search_hybrid reads the rows back under the caller's row-level security.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_scope jsonb := pymem._ctx_scope();
+  v_read text[] := pymem._ctx_read_adapters();
+  v_config regconfig := (select s.text_search_config from pymem.store_info s);
+  v_key jsonb;
+  v_terms text[];
+  v_match tsquery;
+  v_rows double precision;
+begin
+  if p_scope_filter is null or (p_scope_filter <> '{}'::jsonb and not pymem._scope_is_flat(p_scope_filter)) then
+    raise exception 'pymem: the scope filter must be a flat object of non-empty string values' using errcode = '22023';
+  end if;
+  v_key := v_scope || p_scope_filter;
+  if v_tenant is null or v_scope ? '' or not v_key @> v_scope or p_text is null or p_limit is null or p_limit < 1 then
+    return;
+  end if;
+  v_key := v_key || jsonb_object(array['', v_tenant]);
+  -- at most 64 distinct words (a longer query adds little and costs a posting list each)
+  select array_agg(w.lexeme) into v_terms
+    from (select u.lexeme from unnest(to_tsvector(v_config, left(p_text, 10000))) u limit 64) w;
+  if v_terms is null then
+    return;
+  end if;
+  -- each word quoted as a tsquery lexeme (quotes doubled, backslashes escaped), ORed, and ANDed
+  -- with the tenant's lexeme so the GIN index returns this tenant's rows only
+  select (string_agg('''' || replace(replace(t, '\', '\\'), '''', '''''') || '''', ' | '))::tsquery
+    into v_match from unnest(v_terms) t;
+  v_match := ('''' || pymem._tenant_lexeme(v_tenant) || '''')::tsquery && v_match;
+  -- the number of rows in play, for the inverse document frequencies
+  if v_key = jsonb_object(array['', v_tenant]) and v_read is null then
+    select h.live_rows into v_rows from pymem.chain_heads h where h.tenant_id = v_tenant;
+  else
+    select coalesce(sum(s.live_rows), 0) into v_rows from pymem.scope_rows s
+     where (s.scope || jsonb_object(array['', s.tenant_id])) @> v_key
+       and (v_read is null or s.source_adapter = any (v_read));
+  end if;
+  return query
+    with matched as (
+      select m.id, m.search_text
+        from pymem.memories m
+       where m.search_text @@ v_match
+         and m.tenant_id = v_tenant
+         and (m.scope || jsonb_object(array['', m.tenant_id])) @> v_key
+         and m.erased_at is null
+         and (p_include_superseded or m.invalidated_at is null)
+         and m.embedding is not null
+         and (v_read is null or m.source_adapter = any (v_read))),
+    lengths as (
+      select avg(length(x.search_text))::double precision as avgdl from matched x),
+    hits as (
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
+        from matched x cross join lateral unnest(x.search_text) u
+       where u.lexeme = any (v_terms)),
+    df as (
+      select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme)
+    select h.id,
+           sum(ln(1 + (greatest(v_rows, d.n) - d.n + 0.5) / (d.n + 0.5))
+               * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.dl / greatest(l.avgdl, 1))))::double precision
+      from hits h join df d on d.lexeme = h.lexeme cross join lengths l
+     group by h.id
+     order by 2 desc, 1
+     limit p_limit;
+end
+$$;
+comment on function pymem._text_candidates(text, integer, jsonb, boolean) is 'BM25 full-text candidates of a hybrid search, applying the read policy itself (definer); best first';
+
+create function pymem._search_hybrid(
+  p_query vector,
+  p_text text,
+  p_top_k integer,
+  p_scope_filter jsonb,
+  p_include_superseded boolean,
+  p_with_vectors boolean,
+  p_plan text,
+  p_exact_below bigint,
+  p_ef_search integer,
+  p_max_scan_tuples integer,
+  p_text_weight double precision,
+  p_rrf_k double precision
+) returns setof pymem.search_hit
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+-- pymem.search with a query text: the vector ranking (pymem.search itself, so the same plans,
+-- scope handling and complete top_k) and the BM25 ranking (pymem._text_candidates) of the same
+-- context, each cut at v_pool rows, fused by reciprocal rank: a row scores
+-- 1 / (p_rrf_k + its vector rank) + p_text_weight / (p_rrf_k + its text rank) (ranks from 1; a
+-- ranking it is absent from adds nothing). The p_top_k best come back in that order, each with its
+-- cosine similarity as score, read back under the caller's row-level security. The vector ranking
+-- alone returns min(p_top_k, the rows in play) rows, so the fused result is as complete.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_pool integer := least(1000, greatest(4 * p_top_k, 50));
+  v_any_scope boolean := p_scope_filter = '{}'::jsonb;
+begin
+  if p_text_weight is null or p_text_weight < 0 or p_text_weight = 'Infinity'::double precision
+     or p_rrf_k is null or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
+    raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
+  end if;
+  if v_tenant is null then
+    return;
+  end if;
+  return query
+    with vec as (
+      select h.id, row_number() over (order by h.score desc, h.id) as r
+        from pymem.search(p_query, v_pool, p_scope_filter, p_include_superseded, false, p_plan,
+                          p_exact_below, p_ef_search, p_max_scan_tuples) h),
+    txt as (
+      select c.id, row_number() over (order by c.score desc, c.id) as r
+        from pymem._text_candidates(p_text, v_pool, p_scope_filter, p_include_superseded) c),
+    fused as (
+      select coalesce(v.id, t.id) as id,
+             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as fused
+        from vec v full join txt t on t.id = v.id)
+    select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
+           m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
+           m.injection_source, m.policy_fingerprint, m.created_at, m.revision, 1 - (m.embedding <=> p_query)
+      from fused f
+      join pymem.memories m on m.tenant_id = v_tenant and m.id = f.id
+     where m.erased_at is null
+       and (p_include_superseded or m.invalidated_at is null)
+       and (v_any_scope or m.scope @> p_scope_filter)
+     order by f.fused desc, m.id
+     limit p_top_k;
+end
+$$;
+comment on function pymem._search_hybrid(vector, text, integer, jsonb, boolean, boolean, text, bigint, integer, integer, double precision, double precision) is 'Hybrid search: pymem.search''s vector ranking and the BM25 ranking fused by reciprocal rank, under the caller''s RLS';
+
 create function pymem.search(
   p_query vector,
   p_top_k integer,
@@ -2119,7 +2380,10 @@ create function pymem.search(
   p_plan text default 'auto',
   p_exact_below bigint default 2000,
   p_ef_search integer default null,
-  p_max_scan_tuples integer default 20000
+  p_max_scan_tuples integer default 20000,
+  p_text text default null,
+  p_text_weight double precision default 1.0,
+  p_rrf_k double precision default 10
 ) returns setof pymem.search_hit
 language plpgsql volatile security invoker
 -- The plan is chosen below from an exact count, and each branch pins its shape with planner
@@ -2151,6 +2415,11 @@ as $$
 -- of rows in scope, counted up to cap from pymem.scope_rows, and exact reads only those rows,
 -- through the scope index (pymem._search_in_scope); a small tenant is read whole, as unscoped.
 -- 'exact' and 'hnsw' force a plan (tests, benchmarks); 'hnsw' still falls back.
+--
+-- Hybrid (p_text given, the query's words): this vector ranking fused with a BM25 ranking of
+-- p_text by reciprocal rank (pymem._search_hybrid; p_text_weight weighs the text ranking, p_rrf_k
+-- is the fusion constant, tuned on held-out conversations: README, "Recall on LoCoMo"); score is
+-- still the cosine similarity, and the rows come in fused order. Without p_text: vectors only.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_rows bigint;
@@ -2176,6 +2445,12 @@ begin
   end if;
   if v_tenant is null then
     return;  -- no tenant, no visible rows
+  end if;
+  if p_text is not null then
+    return query select * from pymem._search_hybrid(p_query, p_text, p_top_k, p_scope_filter, p_include_superseded,
+                                                    p_with_vectors, p_plan, p_exact_below, p_ef_search,
+                                                    p_max_scan_tuples, p_text_weight, p_rrf_k);
+    return;
   end if;
   select h.live_rows into v_rows from pymem.chain_heads h where h.tenant_id = v_tenant;
   if coalesce(v_rows, 0) = 0 then
@@ -2280,7 +2555,7 @@ begin
      order by t.distance, t.id;
 end
 $$;
-comment on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) is 'Cosine search under RLS (security invoker); top_k counts in-scope rows; exact or iterative HNSW chosen per query from the number of rows it can match (in scope when scoped)';
+comment on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer, text, double precision, double precision) is 'Cosine search under RLS (security invoker), fused with a BM25 ranking of p_text when given; top_k counts in-scope rows; exact or iterative HNSW chosen per query from the number of rows it can match (in scope when scoped)';
 
 create function pymem.search_as(
   p_tenant text,
@@ -2472,7 +2747,8 @@ do $$
 declare
   v_schema text := (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector');
 begin
-  execute format('alter function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) set search_path = pg_catalog, %I, pg_temp', v_schema);
+  execute format('alter function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer, text, double precision, double precision) set search_path = pg_catalog, %I, pg_temp', v_schema);
+  execute format('alter function pymem._search_hybrid(vector, text, integer, jsonb, boolean, boolean, text, bigint, integer, integer, double precision, double precision) set search_path = pg_catalog, %I, pg_temp', v_schema);
   execute format('alter function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) set search_path = pg_catalog, %I, pg_temp', v_schema);
   execute format('alter function pymem._search_in_scope(vector, integer, jsonb, boolean, bigint) set search_path = pg_catalog, %I, pg_temp', v_schema);
 end
@@ -2986,6 +3262,114 @@ begin
 end
 $$;
 
+create function pymem.session_search_hybrid(
+  p_session text,
+  p_query vector,
+  p_text text,
+  p_top_k integer,
+  p_plan text default 'auto',
+  p_exact_below bigint default 2000,
+  p_text_weight double precision default 1.0,
+  p_rrf_k double precision default 10
+) returns setof pymem.search_hit
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:
+-- the vector ranking (pymem.session_search itself, so the same plans and rule) and a BM25
+-- ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates) over the same
+-- rows, each cut at v_pool rows, fused by reciprocal rank: 1 / (p_rrf_k + vector rank) +
+-- p_text_weight / (p_rrf_k + text rank). The p_top_k best come back in that order, each with its
+-- cosine similarity as score: what a delivery recalls. What the session receives stays decided by
+-- pymem._session_scopes (its scope and its ancestors, within the read allow-list); the text
+-- ranking's document frequencies and lengths are counted over those rows only. Definer for the
+-- reason pymem.session_hot is (and the text match, not leakproof, uses the GIN index only so).
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_read text[] := pymem._ctx_read_adapters();
+  v_pool integer;
+  v_config regconfig := (select s.text_search_config from pymem.store_info s);
+  v_terms text[];
+  v_match tsquery;
+  f record;
+begin
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_text_weight is null or p_text_weight < 0 or p_text_weight = 'Infinity'::double precision
+     or p_rrf_k is null or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
+    raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
+  end if;
+  v_pool := least(1000, greatest(4 * p_top_k, 50));
+  select * into f from pymem._session_scopes(p_session);
+  if f.session_scope is null or f.live_rows = 0 then
+    -- still validates the query and the plan, as pymem.session_search does
+    return query select * from pymem.session_search(p_session, p_query, p_top_k, p_plan, p_exact_below);
+    return;
+  end if;
+  if p_text is not null then
+    select array_agg(w.lexeme) into v_terms
+      from (select u.lexeme from unnest(to_tsvector(v_config, left(p_text, 10000))) u limit 64) w;
+  end if;
+  if v_terms is not null then
+    select (string_agg('''' || replace(replace(t, '\', '\\'), '''', '''''') || '''', ' | '))::tsquery
+      into v_match from unnest(v_terms) t;
+    v_match := ('''' || pymem._tenant_lexeme(v_tenant) || '''')::tsquery && v_match;
+  end if;
+  return query
+    with vec as (
+      select h.id, row_number() over (order by h.score desc, h.id) as r
+        from pymem.session_search(p_session, p_query, v_pool, p_plan, p_exact_below) h),
+    matched as (
+      select m.id, m.search_text
+        from pymem.memories m
+       where v_match is not null
+         and m.search_text @@ v_match
+         and m.tenant_id = v_tenant and m.scope = any (f.scopes)
+         and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
+         and (v_read is null or m.source_adapter = any (v_read))),
+    lengths as (
+      select avg(length(x.search_text))::double precision as avgdl from matched x),
+    hits as (
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
+        from matched x cross join lateral unnest(x.search_text) u
+       where u.lexeme = any (v_terms)),
+    df as (
+      select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme),
+    bm25 as (
+      select h.id,
+             sum(ln(1 + (greatest(f.live_rows::double precision, d.n) - d.n + 0.5) / (d.n + 0.5))
+                 * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.dl / greatest(l.avgdl, 1)))) as score
+        from hits h join df d on d.lexeme = h.lexeme cross join lengths l
+       group by h.id
+       order by 2 desc, 1
+       limit v_pool),
+    txt as (
+      select b.id, row_number() over (order by b.score desc, b.id) as r from bm25 b),
+    fused as (
+      select coalesce(v.id, t.id) as id,
+             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as fused
+        from vec v full join txt t on t.id = v.id)
+    select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
+           m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+           1 - (m.embedding <=> p_query)
+      from fused x
+      join pymem.memories m on m.tenant_id = v_tenant and m.id = x.id
+     where m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
+       and (v_read is null or m.source_adapter = any (v_read))
+     order by x.fused desc, m.id
+     limit p_top_k;
+end
+$$;
+comment on function pymem.session_search_hybrid(text, vector, text, integer, text, bigint, double precision, double precision) is 'Hybrid search over the memories a session receives: pymem.session_search''s vector ranking and a BM25 ranking of the text over the same rows, fused by reciprocal rank; definer, applying the session''s rule itself';
+
+do $$
+begin
+  execute format('alter function pymem.session_search_hybrid(text, vector, text, integer, text, bigint, double precision, double precision) set search_path = pg_catalog, %I, pg_temp',
+                 (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector'));
+end
+$$;
+
 create function pymem.record_injection(
   p_session text,
   p_turn integer,
@@ -3408,6 +3792,7 @@ grant update (scope, kind, content, record, embedding, tags, importance, confide
               provenance, injection_source, policy_fingerprint, valid_from, invalidated_at, superseded_by,
               erased_at)
   on pymem.memories to pymem_app;
+grant insert (embedder), update (embedder) on pymem.memories to pymem_app;
 grant select on pymem.idempotency_keys to pymem_app;
 grant insert (tenant_id, verb, actor, key, digest, result, expires_at) on pymem.idempotency_keys to pymem_app;
 grant update (digest, result, created_at, expires_at) on pymem.idempotency_keys to pymem_app;
@@ -3427,7 +3812,10 @@ grant execute on function pymem._content_bytes_v2(pymem.memories), pymem._conten
   to pymem_app, pymem_auditor;
 grant execute on function pymem.verify_chain(text) to pymem_app, pymem_auditor;
 -- search runs with the caller's rights, so only the app role (which can read memories) gets it
-grant execute on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer) to pymem_app;
+grant execute on function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer, text, double precision, double precision) to pymem_app;
+grant execute on function pymem._search_hybrid(vector, text, integer, jsonb, boolean, boolean, text, bigint, integer, integer, double precision, double precision),
+  pymem._text_candidates(text, integer, jsonb, boolean), pymem.claim_embedder(text, integer),
+  pymem.record_reembedded(text), pymem._tenant_lexeme(text), pymem._search_text(text, text) to pymem_app;
 grant execute on function pymem._search_ef(integer) to pymem_app, pymem_auditor;
 grant execute on function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) to pymem_app;
 -- a definer that applies the read policy itself and returns ids only (see its comment)
@@ -3447,6 +3835,7 @@ grant execute on function pymem.search_as_of(vector, integer, timestamptz, jsonb
 -- what a session receives: definer reads that apply the session's scope rule themselves (the helper
 -- they share reads pymem.scope_rows and is the owner's only)
 grant execute on function pymem.session_hot(text, integer), pymem.session_search(text, vector, integer, text, bigint),
+  pymem.session_search_hybrid(text, vector, text, integer, text, bigint, double precision, double precision),
   pymem.session_lessons(text, text[], integer, timestamptz), pymem.session_receives(text, text[]) to pymem_app;
 grant select on pymem.audit_injections, pymem.memory_injections to pymem_app, pymem_auditor;
 -- lessons, convention receipts and shared facts: lessons and facts are memories (the grants above);

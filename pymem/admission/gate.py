@@ -39,6 +39,8 @@ records before (or outside) such a transaction.
 
 from __future__ import annotations
 
+import datetime as _dt
+
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -153,12 +155,31 @@ def _check_session(memories: "Memories", record: Mapping[str, Any], provenance: 
         raise UnknownSession(exc.reason, audit_seq=exc.audit_seq)
 
 
-def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> list[float] | None:
+def check_event_time(value: Any) -> str:
+    """A memory's event time (when the remembered thing happened, set by the writer; distinct from
+    the database's created_at): an ISO 8601 time, stored as ISO 8601 in UTC. A time without an
+    offset is taken as UTC."""
+    if isinstance(value, _dt.datetime):
+        when = value
+    elif isinstance(value, str) and len(value) <= 64:
+        try:
+            when = _dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidArguments("event_at must be an ISO 8601 time, e.g. 2023-05-08T13:56:00+00:00") from None
+    else:
+        raise InvalidArguments("event_at must be an ISO 8601 time, e.g. 2023-05-08T13:56:00+00:00")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return when.astimezone(_dt.timezone.utc).isoformat()
+
+
+def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> tuple[list[float] | None, str | None]:
+    """The content's vector and the name of the embedder that computed it (the store's, or
+    `embedder` checked against it and claimed for it: pymem.storage.embedding)."""
     if content is None:
-        return None
-    embedder = embedder if embedder is not None else get_embedder()
-    check_dimension(embedder, store.embedding_dim)
-    return embedder.embed([content])[0]
+        return None, None
+    embedder = store.text_embedder(embedder, claim=True)
+    return embedder.embed([content])[0], embedder.name
 
 
 def judge_or_refuse(memories: "Memories", record: Mapping[str, Any], provenance: Provenance,
@@ -210,6 +231,8 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
     how to write (a near-duplicate lesson merged into an existing one) calls `screen` itself, so
     its content passes the same gate."""
     record = _as_record(record)
+    if record.get("event_at") is not None:
+        record = {**record, "event_at": check_event_time(record["event_at"])}
     ctx = memories.ctx
     provenance = bind_provenance(provenance, ctx.adapter)
     policy = policy if policy is not None else AdmissionPolicy.from_env()
@@ -229,8 +252,9 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
     content = first_present(out, CONTENT_KEYS)
     if content is not None and not isinstance(content, str):
         raise InvalidArguments("content must be a string")
+    embedded_by = None
     if vector is None:
-        vector = _embedding_for(memories.store, content, embedder)
+        vector, embedded_by = _embedding_for(memories.store, content, embedder)
     if content is None and vector is None:
         raise InvalidArguments("a memory needs text (content, distillate or text) or an embedding")
 
@@ -248,6 +272,7 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
         "provenance": out["provenance"],
         "injection_source": out.get("injection_source"),
         "policy_fingerprint": out["policy_fingerprint"],
+        "embedder": embedded_by,
     }
     return Screened(record=out, row=row)
 
@@ -260,7 +285,7 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
     `record`: an object (or a bare string, taken as its content). The store reads `id` (else
     `chunk_id`/`memory_id`; generated when absent), `content` (else `distillate`/`text`),
     `embedding`/`vector` (computed from the content with `embedder`, default
-    pymem.embedder.get_embedder(), when absent), `tags`, `kind`, `scope` (default: the
+    the store's embedder, pymem.storage.embedding, when absent), `tags`, `kind`, `scope` (default: the
     context's), `importance` and `confidence` (a request; the policy caps it). Everything else is
     kept in the stored record. `policy` defaults to AdmissionPolicy.from_env(), read now.
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .. import (Settings, admin_connection, bind_login, database_status, list_bindings, load_or_create_key,
-               parse_scope_pairs, register_signing_key, stop_embedded, unbind_login, upgrade_schema, upgrade_sql)
-from .common import PymemCommandError, echo_json, handle_errors, json_option
+from .. import (Settings, admin_connection, bind_login, database_status, get_embedder, list_bindings, load_or_create_key,
+               parse_scope_pairs, reembed, register_signing_key, stop_embedded, unbind_login, upgrade_schema, upgrade_sql)
+from .common import PymemCommandError, echo_json, handle_errors, json_option, open_store, stderr
 
 
 @click.group()
@@ -169,5 +169,34 @@ def bindings_command(as_json: bool) -> None:
             _print_binding(b)
 
 
+@click.command("reembed")
+@click.option("--embedder", "embedder_name", default=None, metavar="NAME",
+              help="The embedder to move to: e5 (default), lexical or minilm.")
+@click.option("--batch", type=int, default=128, show_default=True, help="Rows per transaction.")
+@json_option
+@handle_errors
+def reembed_command(embedder_name: str | None, batch: int, as_json: bool) -> None:
+    """Re-embed the store's memories with another embedder, in place, and record it.
+
+    Every row whose vector pymem computed from its content is embedded again and updated (one
+    memory.update event each, so `pymem verify` stays clean); vectors callers supplied are left
+    alone. Each batch is its own transaction: an interrupted run is resumed by running it again.
+    Progress goes to standard error. Needs the administrative connection (PYMEM_ADMIN_DSN).
+
+    Example: pymem reembed --embedder e5
+    """
+    embedder = get_embedder(embedder_name if embedder_name is not None else "e5")
+    with open_store() as store:
+        report = reembed(store, embedder, batch=batch,
+                         progress=lambda done, total: stderr(f"re-embedded {done:,} of {total:,} rows"))
+    if as_json:
+        echo_json(report.to_json())
+        return
+    click.echo(f"re-embedded {report.rows:,} rows with {report.embedder} "
+               f"({report.pending_before:,} needed it when the run began)")
+    click.echo(f"store embedder: {report.recorded}" + ("" if report.complete else " (not complete: run it again)"))
+
+
 def register(main: click.Group) -> None:
     main.add_command(db)
+    main.add_command(reembed_command)

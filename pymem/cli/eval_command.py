@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import AdmissionEvaluation, evaluate_admission
-from .common import echo_json, handle_errors, json_option, stderr
+from .common import echo_json, handle_errors, json_option, open_store, stderr
 
 
 @click.group("eval")
@@ -65,6 +65,36 @@ def eval_admission(committed: bool, sources: tuple[str, ...], as_json: bool) -> 
         echo_json(ev.to_json())
     else:
         click.echo(format_evaluation(ev))
+
+
+@eval_group.command("recall")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="A folder of LoCoMo conversation files (*.json).")
+@click.option("--limit", type=click.IntRange(1, 100_000), default=None, help="At most N questions per conversation.")
+@click.option("--database", default="pymem_eval_recall", show_default=True,
+              help="Scratch database to create (dropped and recreated) on the store's server.")
+@click.option("--keep", is_flag=True, help="Keep the scratch database afterwards.")
+@json_option
+@handle_errors
+def eval_recall(data_dir: str, limit: int | None, database: str, keep: bool, as_json: bool) -> None:
+    """Measure recall and deliver on LoCoMo, beside BM25, raw cosine and their fusion.
+
+    Each conversation becomes a tenant of a scratch database, each session a pymem session,
+    each turn a memory admitted through the write gate; then for every answerable question
+    (categories 1-4): any@k / all@k of recall (k = 5, 10), whether deliver's block carries an
+    evidence turn, the same for the baselines computed in the same run, ingest and query
+    times, and the similarity floor checked on held-out conversations. Progress on standard error.
+
+    Example: pymem eval recall --data ../shared/eval/locomo-dev
+    """
+    from ..tools.eval_recall import format_report, run
+
+    with open_store() as store:
+        report = run(store, data_dir, database=database, keep=keep, limit=limit, progress=stderr)
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(format_report(report))
 
 
 def register(main: click.Group) -> None:

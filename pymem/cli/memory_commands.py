@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 import click
 
-from .. import (Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, check_dimension,
-               get_embedder, history, recall, refusals, tier_of)
+from .. import (Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, history,
+               recall, refusals, tier_of)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])
@@ -34,9 +34,8 @@ def _short(text: Any, width: int = 70) -> str:
 
 
 def _embedder(store):
-    embedder = get_embedder()
-    check_dimension(embedder, store.embedding_dim)
-    return embedder
+    """The store's embedder (PYMEM_EMBEDDER only chooses for a store that has none recorded)."""
+    return store.text_embedder()
 
 
 def _admitted_json(out: dict[str, Any]) -> dict[str, Any]:

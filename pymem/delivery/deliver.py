@@ -10,9 +10,9 @@ For session S, turn N and the user's query:
    only if it is not instruction-shaped today.
 3. Hot memories: the newest `max_hot` live memories tagged hot that S receives, re-judged like
    recall.
-4. Recalled memories: `recall_session` (recall's search over what S receives, re-judged under the
-   policy in force now), then cut at the similarity floor, then ranked by similarity x
-   trust-tier weight x recency (pymem.delivery.ranking); the best `top_k`.
+4. Recalled memories: `recall_session` (recall's hybrid search over what S receives, re-judged
+   under the policy in force now, cut at the similarity floor), then ranked by their place in
+   that fused ranking x trust-tier weight (pymem.delivery.ranking); the best `top_k`.
    In 3 and 4, tiers the trust tiers do not inject automatically are left out.
    What S receives: the memories of S's scope (the scope it was started in) and of its
    ancestors (tenant-wide memories reach every session, a user's only that user's sessions, a
@@ -49,7 +49,8 @@ from ..storage.sessions import SessionRow, session_row
 from . import injections
 from .budget import fit
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
-from .ranking import check_floor, rank_score, similarity_floor
+from ..recall import check_floor
+from .ranking import fused_rank_score
 from .sessions import check_session_id, digest_sessions
 from .tiers import TrustTiers, tier_of
 from .tokens import TokenCounter, default_counter
@@ -130,17 +131,17 @@ def _hot(memories: "Memories", session_id: str, max_hot: int, policy: AdmissionP
     return kept
 
 
-def _recalled(memories: "Memories", session_id: str, query: str, top_k: int, floor: float, exclude: set[str],
+def _recalled(memories: "Memories", session_id: str, query: str, top_k: int, floor: float | None, exclude: set[str],
               now: _dt.datetime, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any, tiers: TrustTiers,
               embedder: Embedder | None, conn: psycopg.Connection | None) -> list[tuple[float, RecalledMemory]]:
     result = recall_session(memories, session_id, query, top_k=candidate_count(top_k), policy=policy, trust=trust,
-                            guard=guard, embedder=embedder, conn=conn)
+                            guard=guard, embedder=embedder, floor=floor, conn=conn)
     ranked = []
-    for hit in result.kept:
+    for position, hit in enumerate(result.kept):
         tier = tier_of(hit.origin, hit.provenance, source_adapter=hit.source_adapter)
-        if hit.id in exclude or hit.score < floor or not tiers.auto(tier):
+        if hit.id in exclude or not tiers.auto(tier):
             continue
-        ranked.append((rank_score(hit.score, tiers.weight(tier), hit.created_at, now), hit))
+        ranked.append((fused_rank_score(position, tiers.weight(tier)), hit))
     ranked.sort(key=lambda pair: (-pair[0], pair[1].id))
     return ranked[:top_k]
 
@@ -171,7 +172,8 @@ def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
                          origin=hit.origin,
                          tier=tier_of(hit.origin, hit.provenance, source_adapter=hit.source_adapter).value,
                          text=hit.content or "",
-                         score=score, similarity=float(hit.score) if section == "recalled" else None)
+                         score=score, similarity=float(hit.score) if section == "recalled" else None,
+                         event_at=hit.event_at)
 
 
 #: How often a delivery records its block again after memories of it vanished concurrently.
@@ -205,7 +207,8 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     """Build and record the block that turn `turn` of session `session_id` receives (see the
     module docstring). `turn` defaults to one after the last recorded turn of the session (0 for
     the first). `query` (the user's message) drives the recalled section; None or blank recalls
-    nothing. Defaults: `floor` PYMEM_SIMILARITY_FLOOR or 0.35, `tiers` TrustTiers.from_env(),
+    nothing. Defaults: `floor` recall's (PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the
+    store's embedder), `tiers` TrustTiers.from_env(),
     `policy` AdmissionPolicy.from_env(), `trust` the environment's adapter trust, `counter` the
     approximate counter, `now` the current time (recency is measured to it). `lessons`: the
     lessons section (None = no section; pymem.lessons_for_task builds it)."""
@@ -221,7 +224,7 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     if query is not None:
         check_query_text(query, "the delivery query")
     lessons = _check_lessons(lessons)
-    floor = check_floor(floor) if floor is not None else similarity_floor()
+    floor = check_floor(floor) if floor is not None else None
     tiers = tiers if tiers is not None else TrustTiers.from_env()
     policy = policy if policy is not None else AdmissionPolicy.from_env()
     trust = trust if trust is not None else active_trust_policy()

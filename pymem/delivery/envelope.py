@@ -78,12 +78,14 @@ class DeliveredItem:
     origin: str | None
     tier: str
     text: str
-    score: float | None = None  # the rank score of a recalled item (similarity x tier weight x recency)
+    score: float | None = None  # the rank score of a recalled item (pymem.delivery.ranking.fused_rank_score)
     similarity: float | None = None
+    event_at: _dt.datetime | None = None  # when the remembered thing happened, as its writer said
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["created_at"] = timestamp(self.created_at) if self.created_at else None
+        out["event_at"] = timestamp(self.event_at) if self.event_at else None
         out["session_started_at"] = timestamp(self.session_started_at) if self.session_started_at else None
         return out
 
@@ -154,8 +156,9 @@ def _digest_line(entry: DigestEntry) -> str:
 
 def _item_lines(item: DeliveredItem) -> list[str]:
     created = timestamp(item.created_at) if item.created_at else "unknown"
-    head = (f"- memory {escape(item.id)} | created {created} | {_session_ref(item.session_id, item.session_started_at)}"
-            f" | origin {item.origin or 'unknown'} | tier {item.tier}")
+    happened = f" | happened {timestamp(item.event_at)}" if item.event_at else ""
+    head = (f"- memory {escape(item.id)} | created {created}{happened} | "
+            f"{_session_ref(item.session_id, item.session_started_at)} | origin {item.origin or 'unknown'} | tier {item.tier}")
     return [head, "  " + escape(item.text)]
 
 

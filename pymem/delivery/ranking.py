@@ -8,7 +8,9 @@ All deterministic; no model judges relevance or freshness.
   ``PYMEM_SIMILARITY_FLOOR`` or the `floor=` argument. With the MiniLM embedder related pairs
   measure 0.5 and above and unrelated ones 0.34 and below; the lexical embedder scores shared
   words, so two texts that share only common words ("the user's ...") can pass it.
-* **Rank.** ``score = similarity × tier weight × recency``, where
+* **Rank.** Delivery ranks by `fused_rank_score` (recall's hybrid order × tier weight, no recency).
+  `rank_score` below is the former similarity-based score, kept for callers that rank vectors
+  themselves: ``score = similarity × tier weight × recency``, where
   ``recency = (1 − RECENCY_WEIGHT) + RECENCY_WEIGHT × 2^(−age_days / RECENCY_HALF_LIFE_DAYS)``
   and ``age_days`` is the time from the memory's `created_at` to the delivery (never negative).
   With the defaults (0.3, 30 days) a memory written today keeps its full similarity, a month-old
@@ -26,12 +28,22 @@ from typing import Mapping
 
 from ..errors import InvalidArguments
 
-__all__ = ["DEFAULT_FLOOR", "RECENCY_WEIGHT", "RECENCY_HALF_LIFE_DAYS", "recency", "rank_score", "similarity_floor",
-           "check_floor"]
+__all__ = ["DEFAULT_FLOOR", "RECENCY_WEIGHT", "RECENCY_HALF_LIFE_DAYS", "RANK_K", "recency", "rank_score",
+           "fused_rank_score", "similarity_floor", "check_floor"]
 
 DEFAULT_FLOOR = 0.35
 RECENCY_WEIGHT = 0.3
 RECENCY_HALF_LIFE_DAYS = 30.0
+#: The reciprocal-rank constant of fused_rank_score (the one pymem.search fuses with).
+RANK_K = 10.0
+
+
+def fused_rank_score(position: int, tier_weight: float) -> float:
+    """What delivery ranks a recalled memory by: tier weight / (RANK_K + 1 + its place in recall's
+    fused ranking, from 0). No recency: on LoCoMo with the sessions' real dates a recency weight
+    lowered any@5 (most questions are about an event whose first mention is the answer), so time
+    does not rank; a memory's event time is shown in the block instead."""
+    return tier_weight / (RANK_K + 1.0 + position)
 
 
 def recency(created_at: _dt.datetime | None, now: _dt.datetime) -> float:

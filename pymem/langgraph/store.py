@@ -46,7 +46,7 @@ from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..errors import AccessDenied, InvalidArguments
 from ..storage.memories import Memories
 from ..storage.rows import check_row, write_rows
-from ..storage.search import SearchHit, run_search
+from ..storage.search import SearchHit, check_text_query, run_search
 from ..vocabulary import MAX_NAME, MAX_TOP_K, is_plain_text
 from . import namespaces as ns
 from .filters import compile_filter
@@ -120,6 +120,8 @@ class PymemStore(BaseStore):
         judged under it, and so is every item read back (a row it now withholds is not returned).
     trust: the AdapterTrustPolicy reads apply; default: the environment's, read at each batch (the
         store's own adapter must be trusted for its items to be returned; untagged rows are by default).
+    hybrid: rank a search's query by its words as well as its vector (pymem.search's hybrid
+        ranking; default True); False ranks by cosine alone, in LangGraph's own order.
     """
 
     supports_ttl = False
@@ -127,7 +129,7 @@ class PymemStore(BaseStore):
     def __init__(self, memories: Memories, *, index: Mapping[str, Any] | None = None, name: str = "default",
                  origin: str = "model_inferred", provenance: Provenance | Mapping[str, Any] | None = None,
                  gate: bool = True, policy: AdmissionPolicy | None = None,
-                 trust: AdapterTrustPolicy | None = None):
+                 trust: AdapterTrustPolicy | None = None, hybrid: bool = True):
         if not isinstance(memories, Memories):
             raise InvalidArguments("PymemStore needs a bound Memories: store.bind(Context(tenant=...))")
         if not isinstance(name, str) or not name or len(name) > MAX_NAME or not is_plain_text(name) \
@@ -145,6 +147,9 @@ class PymemStore(BaseStore):
         self.gate = bool(gate)
         self.policy = policy
         self.trust = trust
+        if not isinstance(hybrid, bool):
+            raise InvalidArguments("hybrid must be true or false")
+        self.hybrid = hybrid
 
     @property
     def ctx(self):
@@ -279,7 +284,9 @@ class PymemStore(BaseStore):
                     self._items(reader, None, scope, conditions, "all", op.limit, op.offset, c)]
         ranked = None
         if not conditions and op.offset + op.limit <= MAX_TOP_K:
-            ranked = self._ranked(reader, vector, scope, op.offset + op.limit, c)
+            # with hybrid, the query's words and its vector, fused inside pymem.search (scores stay cosine)
+            ranked = self._ranked(reader, vector, scope, op.offset + op.limit, c,
+                                  text=op.query if self.hybrid else None)
         if ranked is not None:
             scored = ranked[op.offset:]
         else:
@@ -293,14 +300,15 @@ class PymemStore(BaseStore):
         return out
 
     def _ranked(self, reader: _Reader, vector: list[float], scope: dict[str, str],
-                want: int, c) -> list[tuple[dict, float]] | None:
+                want: int, c, *, text: str | None = None) -> list[tuple[dict, float]] | None:
         """The `want` best own, believed items by pymem.search (which counts every row in the scope,
         the store's or not): asks for more while rows that are not believed items crowd them out;
         None when even MAX_TOP_K rows do not hold enough (then the store's query ranks them)."""
         fetch = want
         while True:
             with self.memories.store.transaction(self.ctx, c) as t:
-                hits = run_search(t, vector, fetch, scope, include_superseded=False, with_vectors=False)
+                hits = run_search(t, vector, fetch, scope, include_superseded=False, with_vectors=False,
+                                  text=check_text_query(text))
             kept = [(r, h.score) for h in hits if (r := reader.own(h)) is not None]
             if len(kept) >= want or len(hits) < fetch:
                 return kept[:want]

@@ -31,7 +31,7 @@ from ..conventions.receipts import RETIRE_REASON
 from ..delivery.deliver import DEFAULT_BUDGET, DEFAULT_TOP_K
 from ..delivery.memories import erase, supersede
 from ..delivery.sessions import end_session, start_session
-from ..embedder import Embedder, check_dimension, get_embedder
+from ..embedder import Embedder
 from ..errors import InvalidArguments, ServerError
 from ..facts import publish, subscribe
 from ..lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
@@ -216,8 +216,8 @@ class Service:
         """`per_tenant`: the most calls one tenant may run at a time (None: no limit); a call
         beyond it raises TenantBusy at once (pymem.service.limits)."""
         self.store = store
-        self.embedder = embedder if embedder is not None else get_embedder()
-        check_dimension(self.embedder, store.embedding_dim)
+        # the store's embedder (the one its vectors were written with), or `embedder` checked against it
+        self.embedder = store.text_embedder(embedder)
         self.verbs = dict(VERBS if verbs is None else verbs)
         self.limits = TenantLimits(per_tenant)
 

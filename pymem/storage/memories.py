@@ -33,7 +33,7 @@ UPSERT_VERB = "upsert_many"
 #: The fields a caller may give `add` (the rest of a row is the database's or the context's).
 ROW_FIELDS = frozenset({"id", "scope", "kind", "content", "record", "embedding", "tags", "importance", "confidence",
                         "origin", "provenance", "injection_source", "policy_fingerprint", "valid_from",
-                        "invalidated_at", "superseded_by"})
+                        "invalidated_at", "superseded_by", "embedder"})
 
 
 class Memories:

@@ -70,6 +70,7 @@ class MemoryRow:
     valid_from: Any = None
     invalidated_at: Any = None
     superseded_by: str | None = None
+    embedder: str | None = None  # the embedder that computed `embedding` from the content (None: the caller's vector)
 
     def params(self, ctx: Context) -> list[Any]:
         """The row's values in WRITE_COLUMNS order, each by its column's name."""
@@ -97,7 +98,7 @@ def check_row(*, dim: int, max_content_bytes: int, default_scope: Mapping[str, s
               record_vector_key: str | None = None, embedding: Any = None, tags: Any = None,
               importance: Any = None, confidence: Any = None, origin: Any = None, provenance: Any = None,
               injection_source: Any = None, policy_fingerprint: Any = None, valid_from: Any = None,
-              invalidated_at: Any = None, superseded_by: Any = None) -> MemoryRow:
+              invalidated_at: Any = None, superseded_by: Any = None, embedder: Any = None) -> MemoryRow:
     """The one validator: a MemoryRow, or InvalidArguments naming `where` and the field (never
     echoing content or vector values). `record_vector_key` names a key of `record` already
     checked as `embedding` (a chunk keeps its vector inside its record)."""
@@ -152,6 +153,7 @@ def check_row(*, dim: int, max_content_bytes: int, default_scope: Mapping[str, s
         valid_from=valid_from,
         invalidated_at=invalidated_at,
         superseded_by=check_id(superseded_by, _at(where, "superseded_by")) if superseded_by else None,
+        embedder=check_text(embedder, _at(where, "embedder"), max_bytes=100) if embedder is not None else None,
     )
 
 

@@ -97,18 +97,37 @@ def check_metadata_filter(metadata_filter: Any) -> None:
         raise InvalidArguments("metadata_filter is not supported: this store advertises no filterable metadata fields")
 
 
+MAX_TEXT_CHARS = 10_000
+
+
+def check_text_query(text: Any) -> str | None:
+    """A hybrid search's query text: None (vectors only) or a non-blank string (the SQL reads
+    its first MAX_TEXT_CHARS characters)."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise InvalidArguments(f"the query text must be a string, got {type(text).__name__}")
+    if "\x00" in text:
+        raise InvalidArguments("the query text contains a NUL byte")
+    return text[:MAX_TEXT_CHARS] if text.strip() else None
+
+
 def search_rows(conn: psycopg.Connection, ctx: Context, vector: Any, top_k: Any,
                 scope_filter: Mapping[str, str] | None = None, *, dim: int | None = None,
                 include_superseded: bool = False, with_vectors: bool = True,
-                plan: str = "auto") -> list[SearchHit]:
-    """The top_k rows visible to `ctx` closest to `vector` by cosine, best first.
+                plan: str = "auto", text: str | None = None) -> list[SearchHit]:
+    """The top_k rows visible to `ctx` closest to `vector` by cosine, best first; with `text`
+    (the query's words) the hybrid ranking: the vector ranking fused with a BM25 ranking of
+    `text` by reciprocal rank, inside pymem.search.
 
-    Each hit has the columns of pymem.search_hit (score = 1 - cosine distance). Runs in a transaction of its own on `conn`, or as a
+    Each hit has the columns of pymem.search_hit (score = 1 - cosine distance, in either mode;
+    the list is in ranking order). Runs in a transaction of its own on `conn`, or as a
     savepoint when `conn` is already in one. `dim` defaults to the store's (read once per call).
     `plan` forces "exact" or "hnsw" (tests, benchmarks); "auto" lets pymem.search choose.
     """
     if plan not in PLANS:
         raise InvalidArguments(f"plan must be one of {', '.join(PLANS)}")
+    text = check_text_query(text)
     top_k = check_top_k(top_k)
     scope_filter = check_scope_filter(scope_filter)
     if dim is None:
@@ -117,29 +136,38 @@ def search_rows(conn: psycopg.Connection, ctx: Context, vector: Any, top_k: Any,
     query = check_embedding(vector, dim, "vector")
     with db.transaction(conn, ctx):
         return run_search(conn, query, top_k, scope_filter, include_superseded=include_superseded,
-                          with_vectors=with_vectors, plan=plan)
+                          with_vectors=with_vectors, plan=plan, text=text)
 
 
 def run_search(conn: psycopg.Connection, query: list[float], top_k: int, scope_filter: dict[str, str], *,
-               include_superseded: bool, with_vectors: bool, plan: str = "auto") -> list[SearchHit]:
+               include_superseded: bool, with_vectors: bool, plan: str = "auto",
+               text: str | None = None) -> list[SearchHit]:
     """Call pymem.search on a connection whose transaction already carries the context (input
     already validated). prepare=False: the call itself is trivial to plan, and a server-side
     prepared statement would buy nothing."""
     with conn.cursor(row_factory=class_row(SearchHit)) as cur:
         cur.execute(queries.query("search"),
-                    (Vector(query), top_k, Jsonb(scope_filter), include_superseded, with_vectors, plan), prepare=False)
+                    (Vector(query), top_k, Jsonb(scope_filter), include_superseded, with_vectors, plan, text),
+                    prepare=False)
         return cur.fetchall()
 
 
 def session_search_rows(conn: psycopg.Connection, session_id: str, query: list[float], top_k: int, *,
-                        plan: str = "auto") -> list[SearchHit]:
+                        plan: str = "auto", text: str | None = None) -> list[SearchHit]:
     """pymem.session_search on a connection whose transaction already carries the context (input
     already validated): the top_k memories session `session_id` receives (those of its scope and
-    its ancestors') closest to `query`, best first. Nothing when the context cannot see the session."""
+    its ancestors') closest to `query`, best first. With `text` (check_text_query), the hybrid
+    ranking (pymem.session_search_hybrid: the vector ranking fused with the text's BM25 ranking
+    over the same rows, as pymem.search fuses them). Nothing when the context cannot see the session."""
     if plan not in PLANS:
         raise InvalidArguments(f"plan must be one of {', '.join(PLANS)}")
+    text = check_text_query(text)
     with db.translate_errors(), conn.cursor(row_factory=class_row(SearchHit)) as cur:
-        cur.execute(queries.query("session_search"), (session_id, Vector(query), top_k, plan), prepare=False)
+        if text is None:
+            cur.execute(queries.query("session_search"), (session_id, Vector(query), top_k, plan), prepare=False)
+        else:
+            cur.execute(queries.query("session_search_hybrid"), (session_id, Vector(query), text, top_k, plan),
+                        prepare=False)
         return cur.fetchall()
 
 
@@ -208,5 +236,5 @@ def contract_hits(rows: list[SearchHit]) -> list[dict[str, Any]]:
     return hits
 
 
-__all__ = ["MAX_TOP_K", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k", "check_scope_filter", "check_include",
+__all__ = ["MAX_TOP_K", "MAX_TEXT_CHARS", "check_text_query", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k", "check_scope_filter", "check_include",
            "check_metadata_filter", "search_rows", "run_search", "session_search_rows", "search_chunks_as", "search_hits_as", "contract_hits"]

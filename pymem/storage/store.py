@@ -11,6 +11,7 @@ from .. import db, migrate, queries
 from ..config import Settings
 from ..context import Context
 from ..errors import SchemaError
+from .embedding import StoreEmbedder
 from .endpoints import Endpoints, resolve
 from .memories import Memories
 
@@ -28,10 +29,13 @@ class Store:
             with db.translate_errors():
                 migrate.check_current(conn)
                 row = conn.execute(queries.query("store_embedding_dim")).fetchone()
+                recorded = conn.execute(queries.query("store_embedder")).fetchone() if row is not None else None
             conn.rollback()
         if row is None:
             raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
         self.embedding_dim: int = row[0]
+        #: the embedder the store's vectors come from (pymem.storage.embedding)
+        self.embedder = StoreEmbedder(recorded[0] if recorded else None, self.embedding_dim)
         #: The lock and statement timeouts of every transaction the store opens (settings).
         self.timeouts = db.Timeouts(settings.lock_timeout_ms, settings.statement_timeout_ms)
         self.pool = db.make_pool(endpoints.app, max_size=pool_size, pooler=pooler, wait=settings.pool_wait)
@@ -76,6 +80,16 @@ class Store:
         with self.connection(conn) as c, db.transaction(c, ctx, snapshot=snapshot, savepoint=savepoint,
                                                         timeouts=self.timeouts):
             yield c
+
+    def text_embedder(self, embedder: Any = None, *, claim: bool = False) -> Any:
+        """The embedder for text in this store (pymem.storage.embedding): `embedder` checked
+        against the store's recorded one, or the store's own; with `claim`, recorded as the
+        store's if it has none yet (before a write of vectors computed from text)."""
+        chosen = self.embedder.resolve(embedder)
+        if claim and self.embedder.recorded is None:
+            with self.pool.connection() as c:
+                self.embedder.claim(chosen, c)
+        return chosen
 
     def admin_connection(self) -> psycopg.Connection:
         """A connection with the administrative login (DDL, cross-tenant audits, benchmarks)."""

@@ -186,7 +186,7 @@ def _assert_same(op, mine, ref, texts):
 
 
 def _run(store, sequence):
-    mine = PymemStore(store.bind(Context(tenant=f"t-{uuid.uuid4().hex[:12]}", actor="graph")), index=index())
+    mine = PymemStore(store.bind(Context(tenant=f"t-{uuid.uuid4().hex[:12]}", actor="graph")), index=index(), hybrid=False)
     ref = Reference(index=index())
     for batch in sequence:
         texts = [item.value["text"] for items in ref._data.values() for item in items.values()]  # before the batch

@@ -9,7 +9,7 @@ import pytest
 
 from pymem.integrity import audit
 from pymem.context import Context
-from pymem.embedder import LexicalEmbedder
+from pymem.embedder import E5SmallEmbedder
 from pymem.delivery.sessions import start_session
 from helpers.cli import cli_runner
 
@@ -152,7 +152,8 @@ def test_recall_shows_kept_and_withheld_with_reasons(cli, acme):
     tagged = json.loads(cli("remember", "Grace approves every refund", "--origin", "user_asserted", "--json",
                             "--adapter", "codex").output)["id"]
     legacy_text = "Grace approves refunds on Fridays"
-    legacy = acme.add([{"content": legacy_text, "embedding": LexicalEmbedder(384).embed([legacy_text])[0]}])[0]
+    # written outside the gate, in the store's own vector space (the default embedder the CLI used above)
+    legacy = acme.add([{"content": legacy_text, "embedding": E5SmallEmbedder().embed([legacy_text])[0]}])[0]
     result = cli("recall", "Grace approves refunds", "--json", "--top-k", "5")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)

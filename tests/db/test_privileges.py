@@ -223,7 +223,11 @@ APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "pur
                        # filing locks (the context tenant's row only) and its own tenant's fact channel
                        "lock_for_filing", "fact_channel",
                        # what a session receives (its scope and its ancestors): the rule applied inside
-                       "session_hot", "session_search", "session_lessons", "session_receives"}
+                       "session_hot", "session_search", "session_search_hybrid", "session_lessons", "session_receives",
+                       # hybrid search's BM25 candidates (called by the invoker pymem.search): the same
+                       "_text_candidates",
+                       # the store's embedder: fills an empty record, or records what the rows already say
+                       "claim_embedder", "record_reembedded"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):

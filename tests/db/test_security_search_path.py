@@ -25,7 +25,9 @@ SHADOWED_TYPES = [
     ("boolean", "bool"), ("bool", "bool"), ("real", "float4"), ("float4", "float4"),
     ("float8", "float8"), ("numeric", "numeric"), ("name", "name"), ("oid", "oid"),
     ("regclass", "regclass"), ("interval", "interval"), ("uuid", "uuid"), ("varchar", "varchar"),
-    ("xid8", "xid8"), ("vector", None),  # None: pgvector's type, in the extension's schema
+    ("xid8", "xid8"), ("tsquery", "tsquery"), ("tsvector", "tsvector"), ("regconfig", "regconfig"),
+    ("double", "float8"),
+    ("vector", None),  # None: pgvector's type, in the extension's schema
 ]
 
 EVIL = """
@@ -52,12 +54,16 @@ APP_CALLS = [
     "'sha256:' || repeat('a', 64), null)",
     "select count(*) from pymem.verify_chain('acme')",
     f"select count(*) from pymem.search({VECTOR}::vector, 3)",
+    f"select count(*) from pymem.search({VECTOR}::vector, 3, p_text => 'tea in the morning')",
+    "select pymem.claim_embedder('lexical-hash-v1', 384)",
+    "select pymem.record_reembedded('lexical-hash-v1')",
     f"select count(*) from pymem.search_as('acme', 'u1', {{adapter}}, '{{{{}}}}'::jsonb, null, {VECTOR}::vector, 3)",
     "select count(*) from pymem.memory_history",
     "select count(*) from pymem.audit_refusals",
     "select count(*) from pymem.ledger",
     "select count(*) from pymem.session_hot('s1', 3)",
     f"select count(*) from pymem.session_search('s1', {VECTOR}::vector, 3)",
+    f"select count(*) from pymem.session_search_hybrid('s1', {VECTOR}::vector, 'tea in the morning', 3)",
     "select count(*) from pymem.session_lessons('s1', array['db'], 3)",
     "select pymem.session_receives('s1', array['m1'])",
     "insert into pymem.idempotency_keys (tenant_id, verb, actor, key, digest, result, expires_at)"

