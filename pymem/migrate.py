@@ -6,6 +6,8 @@ Alembic (and SQLAlchemy under it) is imported when a migration function runs, ne
 
 from __future__ import annotations
 
+import functools
+
 import io
 from contextlib import redirect_stdout
 from typing import TYPE_CHECKING
@@ -142,7 +144,11 @@ def upgrade_sql(*, embedding_dim: int, revision: str = "head") -> str:
     return buf.getvalue()
 
 
+@functools.cache
 def head_revision() -> str:
+    """The newest revision this package ships. Read once per process: the revisions are files of
+    the package, and loading them (Alembic imports every revision module) held the interpreter
+    for tens of milliseconds at each readiness probe of a long-running service."""
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(_config(1)).get_current_head()

@@ -34,6 +34,9 @@ def _service(name: str) -> Callable[..., Any]:
 @click.option("--tenant-calls", type=click.IntRange(0, 10_000), default=None,
               help="Most concurrent calls of one tenant; more get 429 tenant_busy at once "
                    "[default: a quarter of --pool-size; 0: no limit].")
+@click.option("--heavy-calls", type=click.IntRange(0, 10_000), default=None,
+              help="Most calls with many records or long texts run at once among all tenants; more wait "
+                   "for a slot up to --pool-wait, then 503 pool_saturated [default: half the cores; 0: no bound].")
 @click.option("--lock-timeout", "lock_timeout_ms", type=click.IntRange(1, 86_400_000), default=None,
               help="Milliseconds a call waits for a row lock before 503 lock_timeout "
                    "[env: PYMEM_LOCK_TIMEOUT_MS; default 5000].")
@@ -45,7 +48,7 @@ def _service(name: str) -> Callable[..., Any]:
                    "[env: PYMEM_POOL_WAIT; default 5].")
 @handle_errors
 def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, tenant_calls: int | None,
-                  lock_timeout_ms: int | None, statement_timeout_ms: int | None, pool_wait: float | None) -> None:
+                  heavy_calls: int | None, lock_timeout_ms: int | None, statement_timeout_ms: int | None, pool_wait: float | None) -> None:
     """Serve the memory service over HTTP, with MCP at /mcp; every call carries a signed token.
 
     Routes: POST /v1/handshake, POST /v1/call ({"verb", "args", "idempotency_key"}), GET /healthz,
@@ -55,7 +58,9 @@ def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, 
     without a key. The token's claims are the call's tenant, actor, adapter and scope.
 
     Under load it fails fast rather than queue: a tenant beyond --tenant-calls gets 429
-    tenant_busy, a call that finds no free connection within --pool-wait 503 pool_saturated, a
+    tenant_busy; calls with many records or long texts run at most --heavy-calls at once, so they
+    leave CPU for every tenant's small calls; a call that finds no free connection (or no slot for a
+    heavy call) within --pool-wait 503 pool_saturated, a
     row lock held past --lock-timeout 503 lock_timeout, all with Retry-After. /readyz answers
     at once from a background probe; with the embedded Postgres (no PYMEM_DSN) that probe also
     restarts the server if it dies.
@@ -68,7 +73,7 @@ def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, 
     overrides = {k: v for k, v in (("lock_timeout_ms", lock_timeout_ms), ("statement_timeout_ms", statement_timeout_ms),
                                    ("pool_wait", pool_wait)) if v is not None}
     _service("serve")(host, port, settings=dataclasses.replace(settings, **overrides), pool_size=pool_size,
-                      max_body=max_request_bytes, per_tenant=tenant_calls)
+                      max_body=max_request_bytes, per_tenant=tenant_calls, heavy_calls=heavy_calls)
 
 
 @click.command("mcp")

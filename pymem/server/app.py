@@ -14,7 +14,8 @@ verified claims are the Context of that call's transaction, and nothing in a bod
 The app refuses to build without a key (pymem.service.auth.TokenVerifier.from_env).
 
 Each tenant runs at most `per_tenant` calls at a time (pymem.service.limits): the surplus gets 429
-`tenant_busy` at once, before its body is read. Every verb runs on a worker thread, never on the
+`tenant_busy` at once, before its body is read; and at most `heavy_calls` calls with many records
+or long texts run at once among all tenants, so they leave CPU for everyone's small calls. Every verb runs on a worker thread, never on the
 event loop, and the content check of a large note in a worker process (pymem.admission.offload).
 """
 
@@ -38,7 +39,7 @@ from ..embedder import Embedder
 from ..mcp.server import build_mcp_server, identity_from_request
 from ..storage.store import Store
 from ..service.auth import TokenVerifier
-from ..service.limits import default_per_tenant, service_settings
+from ..service.limits import default_heavy_calls, default_per_tenant, service_settings
 from ..service.readiness import PROBE_INTERVAL, Readiness
 from ..service.verbs import Service
 from ..service.wire import ProtocolError
@@ -57,12 +58,13 @@ class _Runtime:
     """The open store, its Service and its readiness probe, from the app's startup to its shutdown."""
 
     def __init__(self, store: Store | None, settings: Settings | None, embedder: Embedder | None, pool_size: int,
-                 per_tenant: int | None, probe_interval: float):
+                 per_tenant: int | None, probe_interval: float, heavy_calls: int | None = None):
         self.given = store
         self.settings = settings
         self.embedder = embedder
         self.pool_size = pool_size
         self.per_tenant = per_tenant
+        self.heavy_calls = heavy_calls
         self.probe_interval = probe_interval
         self.service: Service | None = None
         self.readiness: Readiness | None = None
@@ -72,7 +74,9 @@ class _Runtime:
                                          pool_size=self.pool_size)
         try:
             per_tenant = self.per_tenant if self.per_tenant is not None else default_per_tenant(store.pool.max_size)
-            self.service = Service(store, embedder=self.embedder, per_tenant=per_tenant or None)
+            heavy = self.heavy_calls if self.heavy_calls is not None else default_heavy_calls()
+            self.service = Service(store, embedder=self.embedder, per_tenant=per_tenant or None,
+                                   heavy_calls=heavy or None)
             self.readiness = Readiness(store, interval=self.probe_interval)
             self.readiness.start()
             # large notes are checked in worker processes: a long scan never holds this process
@@ -99,7 +103,8 @@ class _Runtime:
 
 def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None, settings: Settings | None = None,
               embedder: Embedder | None = None, max_body: int = DEFAULT_MAX_BODY, host: str = "127.0.0.1",
-              pool_size: int = 10, per_tenant: int | None = None, probe_interval: float = PROBE_INTERVAL) -> Starlette:
+              pool_size: int = 10, per_tenant: int | None = None, probe_interval: float = PROBE_INTERVAL,
+              heavy_calls: int | None = None) -> Starlette:
     """The service's ASGI app.
 
     `store`: an open store to serve (kept open at shutdown); else one is opened from `settings`
@@ -108,10 +113,12 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
     TokenVerifier.from_env(), which refuses to build without PYMEM_JWT_KEY (or a public key).
     `host`: where it will listen; on a loopback host the MCP endpoint also checks the Host header
     against DNS rebinding. `per_tenant`: the most calls one tenant runs at a time (default: a
-    quarter of the pool; 0: no limit). `probe_interval`: seconds between readiness probes.
+    quarter of the pool; 0: no limit). `heavy_calls`: the most heavy calls (many records, long
+    texts) run at once among all tenants (default half the cores; 0: no bound).
+    `probe_interval`: seconds between readiness probes.
     """
     tokens = tokens if tokens is not None else TokenVerifier.from_env()
-    runtime = _Runtime(store, settings, embedder, pool_size, per_tenant, probe_interval)
+    runtime = _Runtime(store, settings, embedder, pool_size, per_tenant, probe_interval, heavy_calls)
     mcp = build_mcp_server(runtime.get, identity_from_request, tokens=tokens)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,
                                       max_request_body_size=max_body, host=host)

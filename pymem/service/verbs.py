@@ -43,7 +43,7 @@ from ..storage.memories import Memories
 from ..storage.store import Store
 from . import schemas as s
 from .auth import IDENTITY_CLAIMS
-from .limits import TenantLimits
+from .limits import HeavyLane, TenantLimits, is_heavy
 from .wire import PROTOCOL, ProtocolError
 
 __all__ = ["Verb", "VERBS", "Service", "REFUSED_ARGS", "version"]
@@ -212,14 +212,17 @@ class Service:
     """The verbs of one open store, for callers whose identity was already verified."""
 
     def __init__(self, store: Store, *, embedder: Embedder | None = None, verbs: Mapping[str, Verb] | None = None,
-                 per_tenant: int | None = None):
+                 per_tenant: int | None = None, heavy_calls: int | None = None):
         """`per_tenant`: the most calls one tenant may run at a time (None: no limit); a call
-        beyond it raises TenantBusy at once (pymem.service.limits)."""
+        beyond it raises TenantBusy at once. `heavy_calls`: the most heavy calls (many records,
+        long texts) the service runs at once, among all tenants (None: no bound); a heavy call
+        waits for a slot up to the store's pool wait (pymem.service.limits)."""
         self.store = store
         # the store's embedder (the one its vectors were written with), or `embedder` checked against it
         self.embedder = store.text_embedder(embedder)
         self.verbs = dict(VERBS if verbs is None else verbs)
         self.limits = TenantLimits(per_tenant)
+        self.heavy = HeavyLane(heavy_calls, store.settings.pool_wait)
 
     def call(self, ctx: Context, verb: str, args: Any = None, idempotency_key: str | None = None) -> Any:
         """Run one verb in `ctx`; raises pymem's typed errors or ProtocolError."""
@@ -232,7 +235,8 @@ class Service:
             kwargs["idempotency_key"] = idempotency_key
         elif idempotency_key is not None:
             raise InvalidArguments(f"{entry.name} takes no idempotency_key")
-        with self.limits.slot(ctx.tenant), _database_unavailable(self.store):
+        with self.limits.slot(ctx.tenant), self.heavy.slot(ctx.tenant, is_heavy(kwargs)), \
+                _database_unavailable(self.store):
             return entry.run(self.store.bind(ctx), self, **kwargs)
 
     def handshake(self, ctx: Context, protocols: Any = None) -> dict[str, Any]:

@@ -268,3 +268,35 @@ def test_the_codes_of_contention_are_distinct():
                                                   TransactionConflict, ServerError)}
     assert len(set(codes.values())) == len(codes)
     assert status_for(codes[TransactionConflict]) == 409 and status_for(codes[TenantBusy]) == 429
+
+
+def test_heavy_calls_share_a_bound_that_small_calls_never_wait_for(database):
+    """A tenant's 2,000-row batches or 64 KiB notes take the CPU of as many backends as it may run
+    calls; the service runs at most `heavy_calls` of them at once. With the one slot taken, a
+    heavy call is refused after the pool wait (503 pool_saturated, nothing written) while another
+    tenant's small calls are answered; once the slot is free the same call succeeds."""
+    store = _store(database, pool_wait=1.0)
+    _seed(store, "calm")
+    records = [{"id": f"r{i}", "content": "n", "embedding": vec(i)} for i in range(150)]
+    app = build_app(store, tokens=TokenVerifier.hs256(KEY), per_tenant=0, heavy_calls=1)
+    try:
+        with running(app) as url:
+            lane = app.state.runtime.service.heavy
+            with lane.slot("someone-else", True):  # the one slot, held as a running heavy call holds it
+                status, headers, body = request(url, "POST", "/v1/call",
+                                                {"verb": "upsert_many", "args": {"records": records},
+                                                 "idempotency_key": "big"}, token=token(tenant="heavy"))
+                assert (status, body["error"]["code"]) == (503, "pool_saturated")
+                assert int(headers["retry-after"]) >= 1
+                assert _count(database, "heavy") == 0
+                status, got = call(url, "get", {"id": "seed"}, token=token(tenant="calm"))
+                assert status == 200 and got["result"]["id"] == "seed"
+                status, got = _upsert(url, "calm", "small")  # a one-row write is light
+                assert status == 200
+            status, got = call(url, "upsert_many", {"records": records}, token=token(tenant="heavy"),
+                               idempotency_key="big")
+            assert status == 200 and got["result"]["upserted"] == 150
+            assert lane.running() == 0
+    finally:
+        store.close()
+    assert _count(database, "heavy") == 150 and _count(database, "calm") == 2

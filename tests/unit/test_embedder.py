@@ -216,3 +216,29 @@ def test_e5_is_asymmetric_semantic_and_loaded_once():
     with pytest.raises(InvalidArguments):
         e.embed("not a list")  # type: ignore[arg-type]
     assert e.embed([]) == []
+
+
+@pytest.mark.parametrize("text", [
+    ("abcdefghij" * 6600)[:65520],                       # no whitespace: about two characters a token
+    " ".join(["the quarterly budget review"] * 2500),    # prose: about four
+    "é" * 5000,                                          # one token a character
+])
+def test_e5_reads_a_long_text_as_its_first_window(text):
+    model = embedder_module._e5()
+    for is_query in (False, True):
+        cut = embedder_module.first_window(model, text, is_query)
+        assert text.startswith(cut) and len(cut) < len(text)
+        assert model.token_count(cut, is_query) <= embedder_module.E5_WINDOW_TOKENS
+        assert model.token_count(text[:len(cut) + 1], is_query) > embedder_module.E5_WINDOW_TOKENS, "the longest prefix"
+
+
+def test_e5_embeds_a_long_text_cut_to_its_first_window():
+    # one text: a full window costs a second or more of CPU on a small machine
+    model, e, text = embedder_module._e5(), E5SmallEmbedder(), "word " * 5000
+    assert e.embed([text]) == e.embed([embedder_module.first_window(model, text, False)])
+
+
+def test_e5_embeds_a_text_that_fits_whole():
+    model = embedder_module._e5()
+    for text in ("short", " " * 70_000 + "x", "word " * 300):
+        assert embedder_module.first_window(model, text, False) == text
