@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -300,3 +301,64 @@ def test_heavy_calls_share_a_bound_that_small_calls_never_wait_for(database):
     finally:
         store.close()
     assert _count(database, "heavy") == 150 and _count(database, "calm") == 2
+
+
+def test_a_statement_past_the_statement_timeout_fails_with_its_own_code(database):
+    """A statement that runs past --statement-timeout is cancelled: 503 statement_timeout, nothing
+    written. (Here the statement waits on a held row with a lock timeout longer than the statement
+    timeout, so it is the statement timeout that ends it.)"""
+    store = _store(database, lock_timeout_ms=60_000, statement_timeout_ms=1000)
+    _seed(store, "slow")
+    held = _HeldHead(database, "slow")
+    try:
+        with running(build_app(store, tokens=TokenVerifier.hs256(KEY), per_tenant=0)) as url:
+            status, headers, body = request(url, "POST", "/v1/call",
+                                            {"verb": "upsert_many", "idempotency_key": "s1",
+                                             "args": {"records": [{"id": "s1", "content": "n", "embedding": vec(1)}]}},
+                                            token=token(tenant="slow"))
+            assert (status, body["error"]["code"]) == (503, "statement_timeout")
+            assert int(headers["retry-after"]) >= 1
+    finally:
+        held.release()
+        store.close()
+    assert _count(database, "slow") == 1
+
+
+def test_an_mcp_call_of_a_tenant_at_its_limit_is_refused_tenant_busy(database):
+    import anyio
+    import httpx2
+    from mcp import Client as McpClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    store = _store(database, lock_timeout_ms=20_000)
+    _seed(store, "busy")
+    held = _HeldHead(database, "busy")
+    try:
+        app = build_app(store, tokens=TokenVerifier.hs256(KEY), per_tenant=1)
+        with running(app) as url:
+            t = threading.Thread(target=_upsert, args=(url, "busy", "b1"))
+            t.start()
+            limits = app.state.runtime.service.limits
+            deadline = time.monotonic() + 30
+            while limits.running("busy") < 1:  # the upsert runs, waiting on the held lock
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+
+            async def remember() -> Any:
+                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token(tenant='busy')}"}) as http:
+                    async with McpClient(streamable_http_client(url + "/mcp", http_client=http)) as client:
+                        return await client.call_tool("remember", {"content": "Ships on Tuesdays",
+                                                                   "origin": "user_asserted", "id": "mcp-1"})
+
+            out = anyio.run(remember)
+            text = " ".join(getattr(block, "text", "") for block in out.content)
+            assert out.is_error and "tenant_busy" in text
+            held.release()
+            held = None
+            t.join(60)
+    finally:
+        if held is not None:
+            held.release()
+        store.close()
+    with database.admin() as conn:
+        assert conn.execute("select count(*) from pymem.memories where id = 'mcp-1'").fetchone()[0] == 0
