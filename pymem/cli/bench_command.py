@@ -32,6 +32,10 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
               help="Instead: what one deliver costs (pool checkouts, round trips and statements on the wire, "
                    "p50/p95), deliver and deliver with lessons (what the service runs); --queries sets the calls "
                    "[default: 200].")
+@click.option("--latency", is_flag=True,
+              help="Instead: recall and deliver p50/p95 at k = 10 with embedding excluded (queries embedded "
+                   "beforehand), on one tenant of 600 memories, beside pymem.search alone (hybrid and vector) and "
+                   "recall with its verdict cache emptied; --queries sets the calls [default: 200].")
 @click.option("--hostile", is_flag=True,
               help="Instead: through `pymem serve`, 4 clients sending 64 KiB notes for --seconds; /healthz p99 and a "
                    "quiet tenant's recall p50 against idle, and one 64 KiB note's decision time.")
@@ -46,7 +50,7 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, admission: bool, deliver: bool, hostile: bool, fairness: bool, seconds: float,
+          keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, hostile: bool, fairness: bool, seconds: float,
           scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
@@ -73,6 +77,12 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and statements per call (read off
     the wire by a counting proxy) and latency p50/p95.
 
+    With --latency, instead: one tenant of 600 memories in a scratch database
+    (pymem_bench_latency) and --queries calls each of recall and deliver at k = 10, the queries
+    embedded before the clock starts, beside pymem.search alone (hybrid and vector) and recall
+    with the verdict cache emptied before each call: p50/p95 against the targets (recall <= 15 ms,
+    deliver <= 30 ms).
+
     With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
     configured store and loaded from other processes (pymem.tools.load_bench); the quiet tenant's
     p50 is reported beside its idle value in the same run.
@@ -86,11 +96,11 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
         click.echo(json.dumps(result) if as_json else load_bench.format_load_report(result))
         return
-    if sum((langgraph, admission, deliver)) > 1:
-        raise click.UsageError("choose one of --langgraph, --admission and --deliver")
-    if scaling and (langgraph or admission or deliver):
-        raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission or "
-                               "--deliver")
+    if sum((langgraph, admission, deliver, latency)) > 1:
+        raise click.UsageError("choose one of --langgraph, --admission, --deliver and --latency")
+    if scaling and (langgraph or admission or deliver or latency):
+        raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission, "
+                               "--deliver or --latency")
     if admission:
         from ..tools.admission_bench import format_admission_report, run_admission_bench
 
@@ -105,6 +115,10 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
         config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
                                          keep=keep)
+    elif latency:
+        from ..tools import latency_bench as tool
+
+        config = tool.LatencyBenchConfig(calls=queries or 200, database=database or "pymem_bench_latency", keep=keep)
     elif langgraph:
         from ..tools import langgraph_bench as tool
 
