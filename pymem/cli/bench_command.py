@@ -44,6 +44,9 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
                    "--seconds; a quiet tenant's list p50 against idle.")
 @click.option("--seconds", type=click.FloatRange(5, 3600), default=30.0, show_default=True,
               help="How long --hostile and --fairness load the service.")
+@click.option("--hybrid", is_flag=True,
+              help="Storage benchmark: rows get words, and hybrid search (text + vector fused in SQL) is timed too, "
+                   "beside raw SQL doing the same fusion on the plain table (recall against each one's exact twin).")
 @click.option("--scaling", is_flag=True,
               help="Run the whole benchmark at 10,000, 30,000 and 100,000 rows (--rows is ignored) and tabulate "
                    "search p50, upsert rows/s and verification throughput per size.")
@@ -51,7 +54,7 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
           keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, hostile: bool, fairness: bool, seconds: float,
-          scaling: bool, as_json: bool) -> None:
+          hybrid: bool, scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
@@ -101,6 +104,8 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     if scaling and (langgraph or admission or deliver or latency):
         raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission, "
                                "--deliver or --latency")
+    if hybrid and (langgraph or admission or deliver or latency):
+        raise click.UsageError("--hybrid applies to the storage benchmark")
     if admission:
         from ..tools.admission_bench import format_admission_report, run_admission_bench
 
@@ -128,7 +133,7 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         from ..tools import bench as tool
 
         config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
-                                  database=database or "pymem_bench", keep=keep)
+                                  database=database or "pymem_bench", keep=keep, hybrid=hybrid)
     progress = lambda message: stderr(f"bench: {message}")  # noqa: E731
     with open_store() as store:
         if scaling:
