@@ -202,12 +202,13 @@ class _Verdicts:
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(record: Mapping[str, Any], provenance: Any, policy: AdmissionPolicy) -> tuple[str, bytes] | None:
+    def key(record: Mapping[str, Any], provenance: Any, policy: AdmissionPolicy,
+            fingerprint: str | None = None) -> tuple[str, bytes] | None:
         try:
             text = canonical_json([record, provenance])
         except (TypeError, ValueError):
             return None  # not JSON-shaped: judge it every time
-        return policy.fingerprint, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+        return fingerprint or policy.fingerprint, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
     def get(self, key: tuple[str, bytes]) -> Any:
         with self._lock:
@@ -236,10 +237,11 @@ def clear_verdicts() -> None:
     _verdicts.clear()
 
 
-def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any):
+def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any,
+             fingerprint: str | None = None):
     if guard is not None:
         return rejudge(record, provenance, policy, guard)
-    key = _Verdicts.key(record, provenance, policy)
+    key = _Verdicts.key(record, provenance, policy, fingerprint)
     if key is None:
         return rejudge(record, provenance, policy, guard)
     decision = _verdicts.get(key)
@@ -293,9 +295,10 @@ def _event_time(record: Any) -> _dt.datetime | None:
 
 
 def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
-              guard: Any = None) -> RecalledMemory | WithheldMemory:
+              guard: Any = None, fingerprint: str | None = None) -> RecalledMemory | WithheldMemory:
     """Re-judge one stored row (a search hit, or any row shaped like one) as recall does: adapter
-    trust, consistency, then the admission policy in force and the guard."""
+    trust, consistency, then the admission policy in force and the guard. `fingerprint`: the
+    policy's, when the caller has computed it already (it hashes the whole policy)."""
     adapter = row.source_adapter
     distrust = trust.verdict(adapter)
     if distrust is not None:
@@ -307,7 +310,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
             return _withhold(row, "unproven: the row's origin and its provenance's origin disagree")
         if provenance.get("adapter") is not None and provenance.get("adapter") != adapter:
             return _withhold(row, "unproven: the provenance names another adapter than the row's writer")
-    decision = _rejudge(_stored_record(row), provenance, policy, guard)
+    decision = _rejudge(_stored_record(row), provenance, policy, guard, fingerprint)
     origin = decision.origin.value if decision.origin is not None else row.origin
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin, decision.score)
@@ -402,6 +405,7 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
     """Walk the hits best first, re-judging each and skipping those under the similarity floor,
     until top_k are kept; over-fetch as the module docstring says."""
     fetch = candidate_count(top_k)
+    fingerprint = policy.fingerprint  # once per call: it hashes the whole policy
     judged: dict[str, RecalledMemory | WithheldMemory] = {}  # by id: a row is judged once per call
     while True:
         rows = rows_for(fetch)
@@ -412,13 +416,13 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
                 continue  # not relevant: neither kept nor withheld
             verdict = judged.get(row.id)
             if verdict is None:
-                verdict = judged[row.id] = judge_hit(row, policy, trust, guard)
+                verdict = judged[row.id] = judge_hit(row, policy, trust, guard, fingerprint)
             (kept if isinstance(verdict, RecalledMemory) else withheld).append(verdict)
             if len(kept) == top_k:
                 break
         exhausted = len(rows) < fetch or fetch >= _search.MAX_TOP_K
         if len(kept) == top_k or exhausted:
-            return RecallResult(kept=kept, withheld=withheld, policy_fingerprint=policy.fingerprint,
+            return RecallResult(kept=kept, withheld=withheld, policy_fingerprint=fingerprint,
                                 candidates=len(rows))
         fetch = min(_search.MAX_TOP_K, fetch * OVERFETCH_GROWTH)
 

@@ -32,6 +32,10 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
               help="Instead: what one deliver costs (pool checkouts, round trips and statements on the wire, "
                    "p50/p95), deliver and deliver with lessons (what the service runs); --queries sets the calls "
                    "[default: 200].")
+@click.option("--latency", is_flag=True,
+              help="Instead: recall and deliver p50/p95 at k = 10 with embedding excluded (queries embedded "
+                   "beforehand), on one tenant of 600 memories, beside pymem.search alone (hybrid and vector) and "
+                   "recall with its verdict cache emptied; --queries sets the calls [default: 200].")
 @click.option("--hostile", is_flag=True,
               help="Instead: through `pymem serve`, 4 clients sending 64 KiB notes for --seconds; /healthz p99 and a "
                    "quiet tenant's recall p50 against idle, and one 64 KiB note's decision time.")
@@ -40,14 +44,17 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
                    "--seconds; a quiet tenant's list p50 against idle.")
 @click.option("--seconds", type=click.FloatRange(5, 3600), default=30.0, show_default=True,
               help="How long --hostile and --fairness load the service.")
+@click.option("--hybrid", is_flag=True,
+              help="Storage benchmark: rows get words, and hybrid search (text + vector fused in SQL) is timed too, "
+                   "beside raw SQL doing the same fusion on the plain table (recall against each one's exact twin).")
 @click.option("--scaling", is_flag=True,
               help="Run the whole benchmark at 10,000, 30,000 and 100,000 rows (--rows is ignored) and tabulate "
                    "search p50, upsert rows/s and verification throughput per size.")
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, admission: bool, deliver: bool, hostile: bool, fairness: bool, seconds: float,
-          scaling: bool, as_json: bool) -> None:
+          keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, hostile: bool, fairness: bool, seconds: float,
+          hybrid: bool, scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
     Builds a separate database with tenants holding about 0.1 %, 1 %, 10 % and 50 % of the rows
@@ -73,6 +80,12 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and statements per call (read off
     the wire by a counting proxy) and latency p50/p95.
 
+    With --latency, instead: one tenant of 600 memories in a scratch database
+    (pymem_bench_latency) and --queries calls each of recall and deliver at k = 10, the queries
+    embedded before the clock starts, beside pymem.search alone (hybrid and vector) and recall
+    with the verdict cache emptied before each call: p50/p95 against the targets (recall <= 15 ms,
+    deliver <= 30 ms).
+
     With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
     configured store and loaded from other processes (pymem.tools.load_bench); the quiet tenant's
     p50 is reported beside its idle value in the same run.
@@ -86,11 +99,13 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
         click.echo(json.dumps(result) if as_json else load_bench.format_load_report(result))
         return
-    if sum((langgraph, admission, deliver)) > 1:
-        raise click.UsageError("choose one of --langgraph, --admission and --deliver")
-    if scaling and (langgraph or admission or deliver):
-        raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission or "
-                               "--deliver")
+    if sum((langgraph, admission, deliver, latency)) > 1:
+        raise click.UsageError("choose one of --langgraph, --admission, --deliver and --latency")
+    if scaling and (langgraph or admission or deliver or latency):
+        raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission, "
+                               "--deliver or --latency")
+    if hybrid and (langgraph or admission or deliver or latency):
+        raise click.UsageError("--hybrid applies to the storage benchmark")
     if admission:
         from ..tools.admission_bench import format_admission_report, run_admission_bench
 
@@ -105,6 +120,10 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
         config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
                                          keep=keep)
+    elif latency:
+        from ..tools import latency_bench as tool
+
+        config = tool.LatencyBenchConfig(calls=queries or 200, database=database or "pymem_bench_latency", keep=keep)
     elif langgraph:
         from ..tools import langgraph_bench as tool
 
@@ -114,7 +133,7 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         from ..tools import bench as tool
 
         config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
-                                  database=database or "pymem_bench", keep=keep)
+                                  database=database or "pymem_bench", keep=keep, hybrid=hybrid)
     progress = lambda message: stderr(f"bench: {message}")  # noqa: E731
     with open_store() as store:
         if scaling:

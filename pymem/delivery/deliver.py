@@ -43,8 +43,8 @@ from ..admission.policy import AdmissionPolicy
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..embedder import Embedder
 from ..errors import ContextError, InvalidArguments, UnknownSession
-from ..recall import RecalledMemory, candidate_count, check_query_text, judge_hit, recall_session
-from ..storage.search import SearchHit, check_top_k
+from ..recall import OVERFETCH_GROWTH, RecalledMemory, check_query_text, judge_hit, recall_session
+from ..storage.search import MAX_TOP_K, SearchHit, check_top_k
 from ..storage.sessions import SessionRow, session_row
 from . import injections
 from .budget import fit
@@ -134,16 +134,28 @@ def _hot(memories: "Memories", session_id: str, max_hot: int, policy: AdmissionP
 def _recalled(memories: "Memories", session_id: str, query: str, top_k: int, floor: float | None, exclude: set[str],
               now: _dt.datetime, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any, tiers: TrustTiers,
               embedder: Embedder | None, conn: psycopg.Connection | None) -> list[tuple[float, RecalledMemory]]:
-    result = recall_session(memories, session_id, query, top_k=candidate_count(top_k), policy=policy, trust=trust,
-                            guard=guard, embedder=embedder, floor=floor, conn=conn)
-    ranked = []
-    for position, hit in enumerate(result.kept):
-        tier = tier_of(hit.origin, hit.provenance, source_adapter=hit.source_adapter)
-        if hit.id in exclude or not tiers.auto(tier):
-            continue
-        ranked.append((fused_rank_score(position, tiers.weight(tier)), hit))
-    ranked.sort(key=lambda pair: (-pair[0], pair[1].id))
-    return ranked[:top_k]
+    """The best `top_k` recalled memories by fused_rank_score. recall_session is asked for as many
+    kept hits as can matter: top_k plus the excluded ones, and more (OVERFETCH_GROWTH times) only
+    while a hit beyond those could still outrank the top_k-th (it would score at most the best
+    automatic tier's weight at the next place), so the result is that of ranking every hit."""
+    weights = [rule.weight for rule in tiers.rules.values() if rule.auto]
+    if not weights:
+        return []
+    want = min(MAX_TOP_K, top_k + len(exclude))
+    while True:
+        result = recall_session(memories, session_id, query, top_k=want, policy=policy, trust=trust, guard=guard,
+                                embedder=embedder, floor=floor, conn=conn)
+        ranked = []
+        for position, hit in enumerate(result.kept):
+            tier = tier_of(hit.origin, hit.provenance, source_adapter=hit.source_adapter)
+            if hit.id in exclude or not tiers.auto(tier):
+                continue
+            ranked.append((fused_rank_score(position, tiers.weight(tier)), hit))
+        ranked.sort(key=lambda pair: (-pair[0], pair[1].id))
+        if len(result.kept) < want or want >= MAX_TOP_K \
+                or (len(ranked) >= top_k and ranked[top_k - 1][0] > fused_rank_score(want, max(weights))):
+            return ranked[:top_k]
+        want = min(MAX_TOP_K, want * OVERFETCH_GROWTH)
 
 
 def _session_times(memories: "Memories", hits: Sequence[RecalledMemory],

@@ -135,8 +135,12 @@ def _escape_char(char: str) -> str:
 
 def escape(text: str) -> str:
     """`text` as a one-line JSON string literal with <, > and every control, format, separator,
-    private-use and unassigned character escaped (the result parses back with json.loads)."""
+    private-use and unassigned character escaped (the result parses back with json.loads).
+    Printable ASCII without < or > is returned as JSON quoted it (none of its characters is
+    escaped; fitting a block renders each item once per candidate block, so this is hot)."""
     quoted = json.dumps(text, ensure_ascii=False)
+    if quoted.isascii() and quoted.isprintable() and "<" not in quoted and ">" not in quoted:
+        return quoted
     return "".join(_escape_char(c) if c in "<>" or unicodedata.category(c) in _ESCAPED_CATEGORIES else c
                    for c in quoted)
 

@@ -117,13 +117,15 @@ class ApproxTokenCounter:
         if not isinstance(text, str):
             raise InvalidArguments(f"count() takes a string, not {type(text).__name__}")
         total = 0
+        seen: dict[str, int] = {}  # runs of letters repeat (words, a block's field names): each counted once
         for match in _PIECES.finditer(text):
             letters, digits, space, other = match.groups()
             if letters:
-                if letters.isascii():
-                    total += _ascii_letters(letters)
-                else:
-                    total += sum(_wide(c) for c in letters)
+                n = seen.get(letters)
+                if n is None:
+                    n = seen[letters] = (_ascii_letters(letters) if letters.isascii()
+                                         else sum(_wide(c) for c in letters))
+                total += n
             elif digits:
                 total += math.ceil(len(digits) / 3)
                 if match.start() > 0 and text[match.start() - 1] == " ":

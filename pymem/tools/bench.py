@@ -30,6 +30,14 @@ untimed and then timed, one variant after the other, so each is timed on a cache
 can be (at 100k x 384 each HNSW index is about 200 MB, more than the embedded server's default
 shared_buffers of 128 MB; the report shows that setting), in ROUNDS rounds of rotating order.
 
+`--hybrid` gives every row a text of made-up words (see _Data) and adds the hybrid variants: pymem
+(pymem.search with the query's words: BM25 over the GIN index fused with the vector ranking by
+reciprocal rank, in SQL), pymem with the exact vector plan, and raw SQL on the plain table doing
+the same fusion (a tsvector column kept by the database, a GIN index, ts_rank, the HNSW index
+with iterative scans or exact); each hybrid variant's recall is measured against its exact twin
+(the hybrid ranking differs from the vector one), and pymem hybrid's p50 is given against the
+fastest raw hybrid variant with recall >= 0.95, and against the fastest raw vector search.
+
 `--scaling` runs the whole benchmark at 10k, 30k and 100k rows and tabulates how search p50,
 upsert rows/s and verification throughput change with size.
 """
@@ -53,6 +61,7 @@ from psycopg.types.json import Jsonb
 from .. import migrate
 from ..context import Context
 from ..errors import InvalidArguments, ServerError
+from ..storage.search import search_rows
 
 QUERY_SHARES = (("0.1%", 0.001), ("1%", 0.01), ("10%", 0.1), ("50%", 0.5))
 BATCH = 500
@@ -88,6 +97,7 @@ class BenchConfig:
     seed: int = 42
     database: str = "pymem_bench"
     keep: bool = False
+    hybrid: bool = False  # rows get words, and the hybrid (text + vector) variants run too
 
     def check(self) -> None:
         if not 1_000 <= self.rows <= 10_000_000:
@@ -131,21 +141,59 @@ def with_database(dsn: str, database: str) -> str:
 
 class _Data:
     """Clustered synthetic vectors: cluster centres in [-1, 1]^d, rows and queries scattered
-    uniformly around them, rounded to 6 decimals (about what float32 embeddings print)."""
+    uniformly around them, rounded to 6 decimals (about what float32 embeddings print).
 
-    def __init__(self, dims: int, clusters: int, seed: int):
+    With `words` (the hybrid mode), each row also gets a text of 12 made-up words, half from its
+    cluster's 40 topic words and half from a shared vocabulary of 2,000 (Zipf-like: a few words
+    are everywhere), and each query 4 words, 3 from its cluster's topic words: text and vector
+    agree about as loosely as a question and a memory do. The words come from a random source of
+    their own, so the vectors are those of the vector-only run."""
+
+    def __init__(self, dims: int, clusters: int, seed: int, words: bool = False):
         self.dims = dims
         self.rng = random.Random(seed)
         self.centres = [[self.rng.uniform(-1, 1) for _ in range(dims)] for _ in range(clusters)]
+        self.words = words
+        if words:
+            self.word_rng = random.Random(seed + 1)
+            syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+            vocabulary: list[str] = []
+            seen: set[str] = set()
+            while len(vocabulary) < 2_000 + 40 * clusters:
+                w = "".join(self.word_rng.choice(syllables) for _ in range(self.word_rng.randint(2, 4)))
+                if w not in seen:
+                    seen.add(w)
+                    vocabulary.append(w)
+            self.shared = vocabulary[:2_000]
+            self.topics = [vocabulary[2_000 + 40 * c: 2_000 + 40 * (c + 1)] for c in range(clusters)]
+            self.shared_weights = [1.0 / (r + 1) for r in range(len(self.shared))]
+
+    def _point(self, spread: float = 0.9) -> tuple[int, list[float]]:
+        c = self.rng.randrange(len(self.centres))
+        centre = self.centres[c]
+        r = self.rng.random
+        return c, [round(x + spread * (2 * r() - 1), 6) for x in centre]
 
     def vector(self, spread: float = 0.9) -> list[float]:
-        centre = self.rng.choice(self.centres)
-        r = self.rng.random
-        return [round(c + spread * (2 * r() - 1), 6) for c in centre]
+        return self._point(spread)[1]
+
+    def _text(self, cluster: int, topical: int, shared: int) -> str:
+        w = self.word_rng
+        return " ".join(w.sample(self.topics[cluster], topical)
+                        + w.choices(self.shared, weights=self.shared_weights, k=shared))
+
+    def query(self) -> tuple[list[float], str | None]:
+        """A query vector, and with words its text."""
+        c, v = self._point()
+        return v, (self._text(c, 3, 1) if self.words else None)
 
     def record(self, tenant: str, i: int) -> dict[str, Any]:
-        return {"id": f"{tenant}-{i}", "scope": {"agent": f"a{i % 4}"}, "distillate": f"synthetic memory {i}",
-                "embedding": self.vector()}
+        c, v = self._point()
+        out = {"id": f"{tenant}-{i}", "scope": {"agent": f"a{i % 4}"}, "distillate": f"synthetic memory {i}",
+               "embedding": v}
+        if self.words:
+            out["content"] = self._text(c, 6, 6)
+        return out
 
 
 def _tenant_sizes(rows: int) -> tuple[list[tuple[str, str, int]], list[tuple[str, int]]]:
@@ -218,7 +266,12 @@ def run(store, config: BenchConfig, progress: Callable[[str], None] = lambda _m:
         admin.execute("create schema bench_raw")
         admin.execute(f"create table bench_raw.items (tenant_id text not null, id text not null,"
                       f" embedding vector({config.dims}), record jsonb, primary key (tenant_id, id))")
-        data = _Data(config.dims, config.clusters, config.seed)
+        if config.hybrid:  # the raw table's words, kept by the database as pymem keeps search_text
+            admin.execute("alter table bench_raw.items add column search_text tsvector generated always as"
+                          " (to_tsvector('english', coalesce(record->>'content', ''))) stored")
+            admin.execute("create index items_search_text on bench_raw.items using gin (search_text)"
+                          " with (fastupdate = off)")
+        data = _Data(config.dims, config.clusters, config.seed, words=config.hybrid)
         queried, fillers = _tenant_sizes(config.rows)
         report["tenants"] = {t: n for t, _, n in queried} | dict(fillers)
         report["load"] = _load(bench_store, admin, admin_dsn, data, queried, fillers, config, progress)
@@ -271,7 +324,7 @@ def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: B
     seconds = {"pymem": 0.0, "raw_copy_text": 0.0, "raw_copy_binary": 0.0}
     per_batch: list[dict[str, float]] = []
     done = 0
-    admin.execute("create table bench_raw.items_text (like bench_raw.items including all)")
+    admin.execute("create table bench_raw.items_text (like bench_raw.items including all)")  # generated too
     with psycopg.connect(admin_dsn, autocommit=False) as raw:
         register_vector(raw)
         for i, (tenant, start, end) in enumerate(batches):
@@ -307,42 +360,93 @@ def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: B
             "index_build_s": {"pymem": round(t1 - t0, 1), "raw": round(t2 - t1, 1)}}
 
 
+def _raw_hybrid(exact: bool) -> str:
+    """Raw hybrid search on the plain table, fused as pymem fuses (reciprocal rank, k = 10, the
+    text weighing as much as the vector, each ranking cut at the same pool): the vector ranking
+    by the HNSW index with an iterative scan (or exactly), the text ranking by ts_rank over the
+    GIN index, the words ORed."""
+    order = "(embedding <=> %(q)s) + 0" if exact else "embedding <=> %(q)s"
+    return (
+        "with v as materialized (select id, embedding <=> %(q)s as distance from bench_raw.items"
+        f" where tenant_id = %(t)s order by {order} limit %(p)s),"
+        " vr as (select id, row_number() over (order by distance, id) as r from v),"
+        " t as (select id, row_number() over (order by rank desc, id) as r from"
+        " (select i.id, ts_rank(i.search_text, w) as rank from bench_raw.items i, to_tsquery('english', %(w)s) w"
+        "  where i.tenant_id = %(t)s and i.search_text @@ w order by 2 desc, 1 limit %(p)s) x),"
+        " f as (select coalesce(vr.id, t.id) as id, coalesce(1.0 / (10 + vr.r), 0) + coalesce(1.0 / (10 + t.r), 0) as s"
+        " from vr full join t on t.id = vr.id)"
+        " select i.id, i.record - 'embedding' as record, 1 - (i.embedding <=> %(q)s) as score from f"
+        " join bench_raw.items i on i.tenant_id = %(t)s and i.id = f.id order by f.s desc, i.id limit %(k)s")
+
+
+#: The hybrid mode's variants, and the exact variant each one's recall is measured against.
+HYBRID_VARIANTS = {"pymem hybrid": "pymem hybrid exact", "pymem hybrid exact": "pymem hybrid exact",
+                   "raw hybrid": "raw hybrid exact", "raw hybrid exact": "raw hybrid exact"}
+
+
+def _variants(config: BenchConfig) -> tuple[str, ...]:
+    return VARIANTS + (tuple(HYBRID_VARIANTS) if config.hybrid else ())
+
+
 def _search(store, admin_dsn: str, data: _Data, queried, config: BenchConfig, ef: int, progress) -> list[dict]:
     conns = {}
-    for name in _RAW:
+    for name in list(_RAW) + (["raw hybrid", "raw hybrid exact"] if config.hybrid else []):
         conn = psycopg.connect(admin_dsn, autocommit=True)
         register_vector(conn)
-        if name == "raw iterative":
+        if name in ("raw iterative", "raw hybrid"):
             conn.execute("set hnsw.iterative_scan = relaxed_order")
             conn.execute(f"set hnsw.ef_search = {int(ef)}")
         conns[name] = conn
     k = config.top_k
+    pool = min(1000, max(4 * k, 50))  # what pymem._search_hybrid cuts each ranking at
+    names = _variants(config)
     results = []
     try:
         for tenant, label, n in queried:
-            progress(f"searching tenant {label} ({n:,} rows): {config.queries} queries x {len(VARIANTS)} variants")
-            mem = store.bind(Context(tenant=tenant, actor="bench"))
+            progress(f"searching tenant {label} ({n:,} rows): {config.queries} queries x {len(names)} variants")
+            ctx = Context(tenant=tenant, actor="bench")
+            mem = store.bind(ctx)
 
             def pymem_ids(q):
-                return [h["chunk_id"] for h in mem.search(q, top_k=k, include={"embedding": False})]
+                return [h["chunk_id"] for h in mem.search(q[0], top_k=k, include={"embedding": False})]
+
+            def pymem_hybrid(plan):
+                def call(q):
+                    with store.transaction(ctx, None, snapshot=True) as c:
+                        hits = search_rows(c, ctx, q[0], k, dim=config.dims, with_vectors=False, plan=plan, text=q[1])
+                    return [h.id for h in hits]
+                return call
 
             def raw_ids(name):
                 def call(q):
-                    rows = conns[name].execute(_RAW[name], {"q": Vector(q), "t": tenant, "k": k}, prepare=False).fetchall()
+                    rows = conns[name].execute(_RAW[name], {"q": Vector(q[0]), "t": tenant, "k": k}, prepare=False).fetchall()
+                    return [r[0] for r in rows]
+                return call
+
+            def raw_hybrid(name):
+                sql = _raw_hybrid(exact=name.endswith("exact"))
+
+                def call(q):
+                    words = " | ".join(q[1].split())
+                    rows = conns[name].execute(sql, {"q": Vector(q[0]), "t": tenant, "k": k, "p": pool, "w": words},
+                                               prepare=False).fetchall()
                     return [r[0] for r in rows]
                 return call
 
             calls = {"pymem": pymem_ids} | {name: raw_ids(name) for name in _RAW}
-            queries = [data.vector() for _ in range(config.queries)]
-            stats = {name: VariantResult() for name in VARIANTS}
-            got: dict[str, list[list[str]]] = {name: [] for name in VARIANTS}
+            if config.hybrid:
+                calls |= {"pymem hybrid": pymem_hybrid("auto"), "pymem hybrid exact": pymem_hybrid("exact"),
+                          "raw hybrid": raw_hybrid("raw hybrid"), "raw hybrid exact": raw_hybrid("raw hybrid exact")}
+            queries = [data.query() for _ in range(config.queries)]
+            stats = {name: VariantResult() for name in names}
+            got: dict[str, list[list[str]]] = {name: [] for name in names}
             # One variant at a time, each after an untimed pass over the same queries: every
             # variant is timed with its own index and rows as warm as the cache allows (the
             # two HNSW indexes together rarely fit in shared_buffers, and interleaving would
             # time mostly evictions). ROUNDS rounds, each in another order, so that load on the
             # machine drifting during the run falls on every variant alike.
             for r in range(ROUNDS):
-                for name in VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]:
+                for name in names[r % len(names):] + names[:r % len(names)]:
                     for q in queries:
                         calls[name](q)
                     for q in queries:
@@ -350,19 +454,31 @@ def _search(store, admin_dsn: str, data: _Data, queried, config: BenchConfig, ef
                         got[name].append(calls[name](q))
                         stats[name].latencies_ms.append((time.perf_counter() - t0) * 1000)
             for i in range(config.queries * ROUNDS):
-                truth = set(got["raw exact"][i])
-                for name in VARIANTS:
+                for name in names:
+                    truth = set(got[HYBRID_VARIANTS.get(name, "raw exact")][i])
                     stats[name].full += len(got[name][i]) == min(k, n)
                     stats[name].recall_sum += len(truth & set(got[name][i])) / max(1, len(truth))
-            variants = {name: stats[name].summary() for name in VARIANTS}
-            good_raw = {name: v for name, v in variants.items()
-                        if name != "pymem" and v["recall"] >= 0.95 and v["full_top_k_share"] == 1.0}
+            variants = {name: stats[name].summary() for name in names}
+            good_raw = {name: variants[name] for name in _RAW
+                        if variants[name]["recall"] >= 0.95 and variants[name]["full_top_k_share"] == 1.0}
             best = min(good_raw, key=lambda name: good_raw[name]["p50_ms"]) if good_raw else None
-            results.append({
+            result = {
                 "tenant": tenant, "share": label, "rows": n, "variants": variants, "fastest_good_raw": best,
                 "pymem_p50_vs_fastest_good_raw": round(variants["pymem"]["p50_ms"] / good_raw[best]["p50_ms"], 2)
                 if best else None,
-            })
+            }
+            if config.hybrid:
+                good = {name: variants[name] for name in ("raw hybrid", "raw hybrid exact")
+                        if variants[name]["recall"] >= 0.95 and variants[name]["full_top_k_share"] == 1.0}
+                best_hybrid = min(good, key=lambda name: good[name]["p50_ms"]) if good else None
+                hybrid_p50 = variants["pymem hybrid"]["p50_ms"]
+                result |= {
+                    "fastest_good_raw_hybrid": best_hybrid,
+                    "hybrid_p50_vs_fastest_good_raw_hybrid": round(hybrid_p50 / good[best_hybrid]["p50_ms"], 2)
+                    if best_hybrid else None,
+                    "hybrid_p50_vs_fastest_good_raw": round(hybrid_p50 / good_raw[best]["p50_ms"], 2) if best else None,
+                }
+            results.append(result)
     finally:
         for conn in conns.values():
             conn.close()
@@ -432,12 +548,14 @@ def format_report(report: dict[str, Any]) -> str:
     srv = report["server"]
     lines = [f"pymem bench: {report['load']['rows']:,} rows x {c['dims']} dims, {c['clusters']} clusters, "
              f"top {c['top_k']}, {c['queries']} queries per tenant, HNSW m=16 ef_construction=64, "
-             f"ef_search {report['ef_search']} (pymem and raw iterative)",
+             f"ef_search {report['ef_search']} (pymem and raw iterative)"
+             + ("; hybrid: 12 words a row, 4 a query, recall of each hybrid variant against its exact twin"
+                if c.get("hybrid") else ""),
              f"PostgreSQL {srv['postgres']}, pgvector {srv['pgvector']}, shared_buffers {srv['shared_buffers']}", ""]
     header = f"{'tenant':>7} {'rows':>8}  {'variant':<14} {'p50 ms':>8} {'p95 ms':>8} {'full':>6} {'recall':>7}"
     lines += ["search", header, "-" * len(header)]
     for s in report["search"]:
-        for i, name in enumerate(VARIANTS):
+        for i, name in enumerate(s["variants"]):
             v = s["variants"][name]
             lead = f"{s['share']:>7} {s['rows']:>8,}" if i == 0 else " " * 16
             lines.append(f"{lead}  {name:<14} {v['p50_ms']:>8.3f} {v['p95_ms']:>8.3f} "
@@ -445,6 +563,13 @@ def format_report(report: dict[str, Any]) -> str:
         ratio = s["pymem_p50_vs_fastest_good_raw"]
         lines.append(" " * 18 + (f"pymem p50 = {ratio:.2f}x {s['fastest_good_raw']} (fastest raw with recall >= 0.95)"
                                  if ratio is not None else "no raw variant reached recall >= 0.95 with full top_k"))
+        if "fastest_good_raw_hybrid" in s:
+            hybrid = s["hybrid_p50_vs_fastest_good_raw_hybrid"]
+            lines.append(" " * 18 + (f"pymem hybrid p50 = {hybrid:.2f}x {s['fastest_good_raw_hybrid']} (fastest raw "
+                                     "hybrid with recall >= 0.95)" if hybrid is not None
+                                     else "no raw hybrid variant reached recall >= 0.95 with full top_k")
+                         + (f", {s['hybrid_p50_vs_fastest_good_raw']:.2f}x raw vector search"
+                            if s["hybrid_p50_vs_fastest_good_raw"] is not None else ""))
     load, up, ver = report["load"], report["upsert"], report["verify"]
     lines += ["", "writes (rows/s)",
               f"  initial load, no vector index: pymem upsert_many {load['pymem_rows_per_s']:,}, "
@@ -511,5 +636,5 @@ def format_scaling(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BenchConfig", "run", "run_scaling", "format_report", "format_scaling", "with_database", "scratch_database",
+__all__ = ["HYBRID_VARIANTS", "BenchConfig", "run", "run_scaling", "format_report", "format_scaling", "with_database", "scratch_database",
            "Scratch", "server_facts", "SCALING_ROWS"]

@@ -49,3 +49,37 @@ def test_bench_reports_the_stable_keys_and_scales(store, server_dsn):
     assert "2,000" in text and "us/entry" in text
     with psycopg.connect(server_dsn, autocommit=True) as conn:
         assert conn.execute("select count(*) from pg_database where datname = %s", (name,)).fetchone()[0] == 0
+
+
+@pytest.mark.slow
+def test_bench_hybrid_mode_reports_hybrid_beside_vector(store, server_dsn):
+    """--hybrid: rows carry words, the hybrid variants run beside the vector ones, each measured
+    against its exact twin, and pymem's hybrid search returns the full top_k at every size."""
+    from pymem.tools.bench import HYBRID_VARIANTS
+
+    name = f"pymem_bench_hybrid_{os.getpid()}"
+    report = run(store, BenchConfig(rows=1_000, dims=8, queries=3, write_rows=500, database=name, hybrid=True))
+    for s in report["search"]:
+        assert set(s["variants"]) == set(VARIANTS) | set(HYBRID_VARIANTS)
+        for variant in ("pymem hybrid", "pymem hybrid exact", "raw hybrid", "raw hybrid exact"):
+            assert s["variants"][variant]["full_top_k_share"] == 1.0, (s["share"], variant)
+        assert s["variants"]["pymem hybrid exact"]["recall"] == 1.0
+        assert s["variants"]["raw hybrid exact"]["recall"] == 1.0
+        assert "hybrid_p50_vs_fastest_good_raw_hybrid" in s and "hybrid_p50_vs_fastest_good_raw" in s
+    text = format_report(report)
+    assert "pymem hybrid p50 =" in text and "raw hybrid exact" in text
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        assert conn.execute("select count(*) from pg_database where datname = %s", (name,)).fetchone()[0] == 0
+
+
+def test_hybrid_rows_keep_the_vectors_of_the_vector_only_run():
+    """The words come from a random source of their own: --hybrid times the same vectors."""
+    from pymem.tools.bench import _Data
+
+    plain, worded = _Data(8, 4, 1), _Data(8, 4, 1, words=True)
+    a = [plain.record("t", i) for i in range(20)]
+    b = [worded.record("t", i) for i in range(20)]
+    assert [r["embedding"] for r in a] == [r["embedding"] for r in b]
+    assert all("content" not in r for r in a) and all(len(r["content"].split()) == 12 for r in b)
+    vector, words = worded.query()
+    assert len(vector) == 8 and len(words.split()) == 4

@@ -383,3 +383,29 @@ def test_deliver_ranks_by_the_querys_words_and_vector_together(acme):
     delivered = deliver(acme, "s", "zebra lighthouse", top_k=1, max_hot=0, max_sessions=0, floor=-1,
                         policy=DEFAULTS["policy"], trust=DEFAULTS["trust"], embedder=embedder)
     assert [i.id for i in delivered.items] == [match]
+
+
+@pytest.mark.parametrize("top_k", [1, 3, 6])
+def test_the_recalled_section_is_the_best_top_k_of_every_hit_however_few_are_fetched(acme, top_k):
+    """deliver asks recall for only the hits that can still rank (top_k plus the excluded, more
+    only while a deeper hit could outrank the top_k-th); the section must equal ranking every kept
+    hit by place x tier weight, with lower tiers that a deeper, higher-tier hit outranks."""
+    from pymem.delivery.ranking import fused_rank_score
+    from pymem.recall import recall_session
+
+    start_session(acme, "s", "chat")
+    origins = ["tool_output", "model_inferred", "tool_output", "user_asserted", "model_inferred", "tool_output",
+               "user_asserted", "tool_output", "tool_output", "user_asserted", "model_inferred", "user_asserted"]
+    for i, origin in enumerate(origins):
+        remember(acme, f"The quarterly invoice review number {i} for Initech", origin, session="s")
+    hot = remember(acme, "The quarterly invoice review, always included", "user_asserted", session="s", tags=["hot"])
+    query = "quarterly invoice review Initech"
+    tiers = TrustTiers()
+    every = recall_session(acme, "s", query, top_k=1000, floor=-1, **DEFAULTS).kept
+    ranked = sorted(((fused_rank_score(p, tiers.weight(tier_of(h.origin, h.provenance, source_adapter=h.source_adapter))),
+                      h.id) for p, h in enumerate(every) if h.id != hot), key=lambda pair: (-pair[0], pair[1]))
+    expected = [memory_id for _, memory_id in ranked[:top_k]]
+    delivered = deliver(acme, "s", query, top_k=top_k, max_sessions=0, floor=-1, budget=100_000, tiers=tiers,
+                        **DEFAULTS)
+    assert [i.id for i in delivered.items if i.section == "recalled"] == expected
+    assert [i.id for i in delivered.items if i.section == "hot"] == [hot]

@@ -51,3 +51,43 @@ def test_a_budget_below_the_envelope_is_refused():
     for bad in (0, -5, True, 2.5, 10**9):
         with pytest.raises(InvalidArguments):
             fit([], [], [], budget=bad, counter=COUNTER)
+
+
+_AWKWARD = ["plain words here", "  indented line", "\tTabbed\t\tline", "12 345 6789", " 42 leading space",
+            "camelCaseIdentifierHere", "ÜBER naïve café", "日本語のテキスト", "emoji 🎉🎉 ok", "a_b-c.d/e", "",
+            "   ", "x", "\r\n", "SHOUTING", "base64+/Zm9vYmFy==", "trailing spaces   ", "0"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_default_counter_is_additive_over_the_line_starts_fitting_splits_at(seed):
+    """fit counts a candidate block line by line (each distinct line once): that must equal the
+    counter's count of the whole block, for any mix of lines, numbers, whitespace and scripts."""
+    import random
+
+    from pymem.delivery.budget import _block_counter
+
+    rng = random.Random(seed)
+    text = "".join(rng.choice(_AWKWARD) + rng.choice(["\n", "\n\n", "\n  ", " \n", "\r\n", ""])
+                   for _ in range(rng.randint(1, 40)))
+    assert _block_counter(COUNTER)(text) == COUNTER.count(text)
+    block = render(DIGEST, items("hot", 2), items("recalled", rng.randint(0, 8), words=rng.randint(1, 30)),
+                   omitted=3, total=15, budget=999)
+    assert _block_counter(COUNTER)(block) == COUNTER.count(block)
+
+
+class _WholeBlocks:
+    """The default counter's count, but not the default counter: fit counts every block whole."""
+
+    name = "whole"
+
+    def count(self, text):
+        return COUNTER.count(text)
+
+
+@pytest.mark.parametrize("extra", [0, 7, 40, 123, 400])
+def test_fitting_line_by_line_keeps_exactly_what_counting_whole_blocks_keeps(extra):
+    budget = ENVELOPE + extra
+    recalled = items("recalled", 5) + items("recalled", 3, words=3) + items("recalled", 2, words=90)
+    args = (DIGEST, items("hot", 2), recalled)
+    fast, slow = fit(*args, budget=budget, counter=COUNTER), fit(*args, budget=budget, counter=_WholeBlocks())
+    assert (fast.text, fast.tokens, fast.omitted) == (slow.text, slow.tokens, slow.omitted)
