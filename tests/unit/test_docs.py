@@ -64,3 +64,26 @@ def test_the_readme_is_at_most_200_lines_and_links_the_docs():
     for link in re.findall(r"\]\((docs/[^)#]+)", README):
         assert (ROOT / link).exists(), f"the README links to {link}, which does not exist"
     assert "pip install pymem-pg" in README
+
+
+def test_every_install_line_uses_the_distribution_name():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    wrong = [f"{p.relative_to(ROOT)}: {line.strip()}" for p in pages for line in p.read_text(encoding="utf-8").splitlines()
+             if re.search(r"pip install ['\"]?pymem(?![-\w])", line)]
+    assert not wrong, wrong
+
+
+#: The names `pymem` itself exports; everything else is imported from its public subpackage.
+CORE = {"Store", "Memories", "Context", "Settings", "Provenance", "Origin", "AdmissionPolicy", "admit", "recall",
+        "RecallResult", "RecalledMemory", "WithheldMemory", "deliver", "Delivery", "DeliveredItem", "start_session",
+        "end_session", "Session", "supersede", "erase", "reembed", "Embedder", "get_embedder", "verify_store",
+        "VerifyReport", "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "NotFound",
+        "MemoryAdmissionError", "Busy", "EmbedderMismatch"}
+
+
+def test_the_examples_import_only_core_names_from_pymem():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    wrong = [f"{p.relative_to(ROOT)}: {name}" for p in pages
+             for line in re.findall(r"^from pymem import (.+)$", p.read_text(encoding="utf-8"), flags=re.M)
+             for name in (n.strip() for n in line.split(",")) if name not in CORE]
+    assert not wrong, wrong
