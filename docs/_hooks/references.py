@@ -59,7 +59,7 @@ def _type(schema: dict[str, Any]) -> str:
     if "const" in schema:
         return json.dumps(schema["const"])
     if "enum" in schema:
-        return " \\| ".join(f"`{v}`" if isinstance(v, str) else json.dumps(v) for v in schema["enum"])
+        return " | ".join(f"`{v}`" if isinstance(v, str) else json.dumps(v) for v in schema["enum"])
     for key in ("anyOf", "oneOf"):
         if key in schema:
             return " or ".join(_type(s) for s in schema[key])
@@ -69,6 +69,15 @@ def _type(schema: dict[str, Any]) -> str:
     if kind == "array" and "items" in schema:
         return f"array of {_type(schema['items'])}"
     return kind
+
+
+def args_schema(call: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The object schema of a verb's `args`, and whether `args` may be left out (null)."""
+    args = call["properties"].get("args", {})
+    options = args.get("anyOf", [args])
+    objects = [o for o in options if o.get("type") == "object"]
+    optional = "args" not in call.get("required", []) or any(o.get("type") == "null" for o in options)
+    return (objects[0] if objects else {}), optional
 
 
 def _cell(text: str) -> str:
@@ -89,15 +98,20 @@ def http_reference(spec: dict[str, Any]) -> str:
             "`{\"ok\": true, \"result\": ...}` or an [error](#errors).\n"]
     for verb in verbs:
         call = schemas[f"Call_{verb}"]
-        args = call["properties"]["args"]
+        args, optional = args_schema(call)
         required = set(args.get("required", []))
         out += [f"#### `{verb}`\n", _cell(call.get("description", "")) + "\n"]
         props = args.get("properties", {})
         if props:
             out += ["| argument | type | required | meaning |", "| --- | --- | --- | --- |"]
             for name, prop in props.items():
+                meaning = prop.get("description", "")
+                if "default" in prop:
+                    meaning = f"{meaning} (default `{json.dumps(prop['default'])}`)".strip()
                 out.append(f"| `{name}` | {_cell(_type(prop))} | {'yes' if name in required else 'no'} | "
-                           f"{_cell(prop.get('description', ''))} |")
+                           f"{_cell(meaning)} |")
+            if optional:
+                out.append("\n`args` may be left out (or null) when no argument is needed.")
         else:
             out.append("No arguments.")
         if "idempotency_key" in call.get("required", []):
