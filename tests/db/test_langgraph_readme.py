@@ -1,4 +1,4 @@
-"""The README's LangGraph example runs as written, on a real Postgres: a preference told in one
+"""The LangGraph how-to's example (docs/howto/langgraph.md) runs as written, on a real Postgres: a preference told in one
 thread is recalled in another, through PymemStore."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import io
 import re
 from pathlib import Path
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+README = (Path(__file__).resolve().parents[2] / "docs" / "howto" / "langgraph.md").read_text(encoding="utf-8")
 
 
 def _example() -> str:
-    section = README.split("### Example: one preference, two threads", 1)[1]
+    section = README.split("## Example: one preference, two threads", 1)[1]
     return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
 
 
@@ -21,7 +21,7 @@ def test_the_readme_example_recalls_a_preference_across_threads(database, monkey
     monkeypatch.setenv("PYMEM_ADMIN_DSN", database.admin_dsn)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(_example(), "README.md", "exec"), {"__name__": "readme_example"})
+        exec(compile(_example(), "docs/howto/langgraph.md", "exec"), {"__name__": "readme_example"})
     assert out.getvalue().strip() == "prefers dark mode"
     with database.admin() as conn:  # stored as a gated, provenanced memory of tenant acme
         row = conn.execute("select tenant_id, scope, origin, confidence from pymem.memories where kind = 'langgraph'"

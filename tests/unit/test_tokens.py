@@ -30,7 +30,8 @@ ENCODINGS = {name: bpe_openai.get_encoding(name) for name in ("cl100k_base", "o2
 
 def corpus() -> dict[str, list[str]]:
     rng = random.Random(7)
-    readme = [p for p in (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    prose = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # the README and the docs pages
+    readme = [p for f in prose for p in f.read_text(encoding="utf-8").split("\n\n") if p.strip()]
     code = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "pymem").rglob("*.py"))]
     sql = (ROOT / "sql" / "schema.sql").read_text(encoding="utf-8")
     t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
