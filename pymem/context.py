@@ -13,6 +13,8 @@ from typing import Iterable, Mapping
 from .errors import ContextError
 from .vocabulary import MAX_NAME, is_plain_text
 
+__all__ = ["Context", "parse_scope_pairs", "check_scope"]
+
 def _name(value: object, what: str, *, required: bool) -> str | None:
     if value is None or value == "":
         if required:

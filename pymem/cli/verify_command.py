@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from .. import PymemError, anchor_store, audit_chain
+from .. import PymemError
+from ..integrity import anchor_store, audit_chain
 from .common import PymemCommandError, echo_json, json_option, open_store
 
 

@@ -191,7 +191,7 @@ def _check_lessons(lessons: Any) -> list[DeliveredLesson] | None:
         return None
     if isinstance(lessons, (str, bytes)) or not isinstance(lessons, Sequence) \
             or not all(isinstance(lesson, DeliveredLesson) for lesson in lessons):
-        raise InvalidArguments("lessons must be a list of DeliveredLesson (see pymem.lessons_for_task)")
+        raise InvalidArguments("lessons must be a list of DeliveredLesson (see pymem.lessons.lessons_for_task)")
     if len({lesson.id for lesson in lessons}) != len(lessons):
         raise InvalidArguments("lessons names the same lesson twice")
     return list(lessons)
@@ -211,7 +211,7 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     store's embedder), `tiers` TrustTiers.from_env(),
     `policy` AdmissionPolicy.from_env(), `trust` the environment's adapter trust, `counter` the
     approximate counter, `now` the current time (recency is measured to it). `lessons`: the
-    lessons section (None = no section; pymem.lessons_for_task builds it)."""
+    lessons section (None = no section; pymem.lessons.lessons_for_task builds it)."""
     session_id = check_session_id(session_id)
     if turn is not None:
         _count(turn, "turn", 0, 2**31 - 1)

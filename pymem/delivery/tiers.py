@@ -41,6 +41,8 @@ TIERS_FORMAT_VERSION = 1
 
 
 class Tier(StrEnum):
+    """The trust tiers a delivered memory is ranked in, most trusted first (see TrustTiers)."""
+
     OPERATOR = "operator"
     USER = "user"
     INFERRED = "inferred"

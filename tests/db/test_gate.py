@@ -23,7 +23,7 @@ from pymem.context import Context
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
-from pymem.recall import WriteGate
+from pymem.admission import WriteGate
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Origin, Provenance
 from pymem.integrity.verify import verify_chain

@@ -15,7 +15,8 @@ import pytest
 from helpers.database import AGENT_LOGIN, DIM, bind_login, login_dsn
 from psycopg.types.json import Jsonb
 
-from pymem import Context, EmbedderMismatch, LexicalEmbedder, Provenance, admit
+from pymem import Context, EmbedderMismatch, Provenance, admit
+from pymem.embedder import LexicalEmbedder
 
 QUERY = [1.0] + [0.0] * (DIM - 1)
 TEXT = "zebra lighthouse"

@@ -9,8 +9,10 @@ import re
 
 import pytest
 
-from pymem import (AdapterTrustPolicy, InvalidArguments, LessonCache, deliver, lessons_for_task, list_lessons,
-                   memory_injections, session_injections, start_session)
+from pymem import InvalidArguments, deliver, start_session
+from pymem.admission import AdapterTrustPolicy
+from pymem.delivery import memory_injections, session_injections
+from pymem.lessons import LessonCache, lessons_for_task, list_lessons
 from helpers.delivery import DEFAULTS
 from helpers.lessons import POLICY, TRUST, ctx, lesson
 

@@ -165,7 +165,7 @@ def test_the_ledger_records_exactly_the_python_event_names(database, tmp_path, s
 
 
 def _every_event(store) -> None:
-    from pymem import file_review_correction, retire_convention
+    from pymem.conventions import file_review_correction, retire_convention
     from helpers.lessons import GATE
 
     mem = store.bind(Context(tenant="acme"))
@@ -273,7 +273,7 @@ def test_audit_values_are_the_views(admin):
 
 
 def test_convention_is_the_view(admin):
-    from pymem import Convention
+    from pymem.conventions import Convention
 
     assert fields(Convention) == attributes(admin, "pymem.conventions")
 

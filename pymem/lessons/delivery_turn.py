@@ -6,6 +6,9 @@ role's exclusion and the cache included), among those the session receives (file
 or an ancestor's), rendered in the delivery's own envelope, and named in
 the turn's injection record (`lesson_ids`). A role that receives no lessons gets a block without
 a lessons section; tags that match nothing give the section, empty. Without tags it is `deliver`.
+
+It lives here, above pymem.delivery, because picking lessons uses delivery's envelope, budget and
+token counter: delivery itself cannot import lessons without a cycle between the two packages.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import psycopg
 
 from ..admission.policy import AdmissionPolicy
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
+from ..errors import InvalidArguments
 from ..delivery.deliver import Delivery, deliver
 from ..delivery.tokens import TokenCounter, default_counter
-from ..errors import InvalidArguments
 from .selection import DEFAULT_CACHE, DEFAULT_LIMIT, LessonCache, lessons_for_task
 
 if TYPE_CHECKING:  # pragma: no cover
