@@ -29,7 +29,7 @@ from .config import Settings
 from .context import Context
 from .delivery.deliver import Delivery, deliver
 from .delivery.envelope import DeliveredItem
-from .delivery.memories import erase, supersede
+from .delivery.supersession import erase, supersede
 from .delivery.sessions import Session, end_session, start_session
 from .embedder import Embedder, get_embedder
 from .errors import (AccessDenied, Busy, ContextError, EmbedderMismatch, InvalidArguments, MemoryAdmissionError,

@@ -60,7 +60,7 @@ from .provenance import Origin, Provenance
 from .refusals import audit_source, record_refusal
 from ..storage.chunks import first_present
 from ..storage.rows import operator_origin_refusal
-from ..storage.sessions import session_row
+from ..storage.session_rows import session_row
 from ..storage.validate import check_id
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, MAX_RECORD_BYTES, VECTOR_KEYS, canonical_json
 

@@ -12,7 +12,7 @@ from .deliver import Delivery, deliver
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
 from .injections import Injection, MemoryInjection, memory_injections, session_injections
 from .inspector import InspectedMemory, inspect_memories, inspect_memory
-from .memories import erase, supersede
+from .supersession import erase, supersede
 from .ranking import DEFAULT_FLOOR
 from .sessions import (Session, SessionSummary, end_session, erase_session, list_sessions, recall_session,
                        replace_summary, start_session)

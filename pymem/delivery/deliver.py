@@ -45,7 +45,7 @@ from ..embedder import Embedder
 from ..errors import ContextError, InvalidArguments, UnknownSession
 from ..recall import RecalledMemory, candidate_count, check_query_text, judge_hit, recall_session
 from ..storage.search import SearchHit, check_top_k
-from ..storage.sessions import SessionRow, session_row
+from ..storage.session_rows import SessionRow, session_row
 from . import injections
 from .budget import fit
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry

@@ -34,7 +34,7 @@ from ..admission.provenance import Provenance
 from ..admission.scanning import instruction_shaped
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..errors import IncognitoSession, InvalidArguments, NotFound, UnknownSession
-from ..storage.sessions import SessionRow, session_row
+from ..storage.session_rows import SessionRow, session_row
 from ..storage.validate import check_id, check_text
 from ..vocabulary import SURFACES, Origin, is_plain_text
 from .topics import derive_topic, first_user_message, topic_is_safe

@@ -12,7 +12,7 @@ from .audit import HistoryEvent, Refusal, history, refusals
 from .checkpoints import Checkpoint, CheckpointReport, CheckpointSink, FileSink, open_sink
 from .evidence import AnchorResult, ChainAudit, anchor_store, audit_chain
 from .independent import verify_independently
-from .receipts import ReceiptAudit, ReceiptFinding
+from .receipt_audit import ReceiptAudit, ReceiptFinding
 from .signing import load_or_create_key
 from .verify import TenantVerification, VerifyReport, verify_chain, verify_store
 

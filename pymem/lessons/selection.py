@@ -45,7 +45,7 @@ from ..delivery.tokens import TokenCounter, default_counter
 from ..errors import InvalidArguments, UnknownSession
 from ..recall import RecalledMemory, WithheldMemory, judge_hit
 from ..storage.search import SearchHit
-from ..storage.sessions import session_row
+from ..storage.session_rows import session_row
 from ..vocabulary import MAX_NAME, is_plain_text
 from .filing import check_lesson_tags
 from .similarity import rank_score

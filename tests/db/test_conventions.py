@@ -9,7 +9,7 @@ from pymem import AccessDenied, InvalidArguments, MemoryAdmissionError, NotFound
 from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
 from pymem.errors import ConventionConflict
 from pymem.lessons import list_lessons
-from pymem.integrity.receipts import ReceiptForm
+from pymem.integrity.receipt_audit import ReceiptForm
 from pymem.integrity.signing import load_key, verify_signature
 from helpers.lessons import GATE, commit_files, ctx, keyed_store, new_repo
 

@@ -20,7 +20,7 @@ from pymem.integrity.audit import HistoryEvent, Refusal
 from pymem.integrity.verify import TenantVerification
 from pymem.storage.rows import CONTEXT_COLUMNS, WRITE_COLUMNS, MemoryRow
 from pymem.storage.search import SearchHit
-from pymem.storage.sessions import SessionRow
+from pymem.storage.session_rows import SessionRow
 from pymem.delivery.injections import Injection, MemoryInjection
 
 
