@@ -254,7 +254,7 @@ def recall_session(memories: "Memories", session_id: str, *, trust: AdapterTrust
     signatures or the session was started by an adapter `trust` (default: the environment's) does
     not allow; the topic is shown only when it is safe."""
     session_id = check_session_id(session_id)
-    trust = trust if trust is not None else active_trust_policy()
+    trust = trust if trust is not None else active_trust_policy(memories.store.settings)
     row = _row(memories, session_id, conn)
     if row is None or row.incognito or row.erased_at is not None:
         raise NotFound(f"no stored session {session_id[:100]!r} in this context")

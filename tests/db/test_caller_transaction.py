@@ -12,6 +12,7 @@ from typing import Any, Callable
 import psycopg
 import pytest
 
+import pymem
 from pymem import (InvalidArguments, Provenance, Store, admit, deliver, end_session, erase, recall, start_session,
                    supersede)
 from pymem.admission import WriteGate
