@@ -162,7 +162,7 @@ class TokenVerifier:
             return cls.public_key(public, audience=audience, issuer=issuer)
         if not secret:
             raise InvalidArguments("PYMEM_JWT_KEY is not set: the service verifies a signed token on every call "
-                                   "and will not start without a key (see `pymem token --help`)")
+                                   "and will not start without a key (or PYMEM_JWT_PUBLIC_KEY)")
         return cls.hs256(secret, audience=audience, issuer=issuer)
 
     def claims(self, token: str | None) -> dict[str, Any]:
