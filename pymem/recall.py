@@ -140,7 +140,8 @@ class WithheldMemory:
 
 @dataclass(frozen=True)
 class RecallResult:
-    """What `recall` returns: the memories kept (best first), those withheld on the way and why, the fingerprint of the policy that judged them, and how many candidates the search returned."""
+    """What `recall` returns: the memories kept (best first), those withheld on the way and why, the fingerprint of
+    the policy that judged them, and how many candidates the search returned."""
 
     kept: list[RecalledMemory]
     withheld: list[WithheldMemory]

@@ -85,7 +85,8 @@ class AdapterTrustPolicy:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "AdapterTrustPolicy":
-        """From `environ` (PYMEM_* variables; None: the environment's, now): ``PYMEM_TRUSTED_ADAPTERS`` (comma-separated names) and ``PYMEM_TRUST_UNTAGGED``
+        """From `environ` (PYMEM_* variables; None: the environment's, now):
+        ``PYMEM_TRUSTED_ADAPTERS`` (comma-separated names) and ``PYMEM_TRUST_UNTAGGED``
         (boolean, default true). Empty variables count as unset."""
         env = environment() if environ is None else environ
         raw_untagged = (env.get("PYMEM_TRUST_UNTAGGED") or "").strip()

@@ -100,7 +100,8 @@ def audit_chain(store, tenant: str | None = None, *, independent: bool = False, 
 
 @dataclass(frozen=True)
 class AnchorResult:
-    """What `anchor_store` returns: the checkpoints it recorded, the check of the earlier ones, and the public key that signs them."""
+    """What `anchor_store` returns: the checkpoints it recorded, the check of the earlier ones, and the public key
+    that signs them."""
 
     anchored: list[Checkpoint]
     earlier: CheckpointReport

@@ -34,7 +34,8 @@ IMPORT_CLASS = "long"  # keys live 30 days: an interrupted import can be resumed
 
 @dataclass
 class ImportReport:
-    """What `import_file` did: the records read, the batches written and those replayed (already imported, by idempotency key)."""
+    """What `import_file` did: the records read, the batches written and those replayed (already imported, by
+    idempotency key)."""
 
     records: int = 0
     batches: int = 0

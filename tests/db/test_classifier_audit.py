@@ -159,7 +159,8 @@ def test_the_threshold_comes_from_the_store_settings(acme, monkeypatch):
     score = classify({"content": text}).score
     reload_with(monkeypatch, acme.store, PYMEM_CLASSIFIER_THRESHOLD=f"{min(1.0, score + 0.05):.4f}")
     out = admit(acme, {"content": text}, Provenance("user_asserted"), embedder=EMBEDDER)
-    assert out["policy_fingerprint"] == AdmissionPolicy.from_env(acme.store.settings.environ).fingerprint != AdmissionPolicy().fingerprint
+    in_force = AdmissionPolicy.from_env(acme.store.settings.environ)
+    assert out["policy_fingerprint"] == in_force.fingerprint != AdmissionPolicy().fingerprint
     reload_with(monkeypatch, acme.store, PYMEM_CLASSIFIER_THRESHOLD=f"{score - 0.05:.4f}")
     with pytest.raises(MemoryAdmissionError) as info:
         admit(acme, {"content": text}, Provenance("user_asserted"), embedder=EMBEDDER)

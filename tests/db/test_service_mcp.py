@@ -76,7 +76,8 @@ def _check_remember_and_recall(out: dict[str, Any]) -> None:
 
 
 def test_mcp_over_streamable_http_lists_tools_and_remembers_and_recalls(url, store, database, monkeypatch):
-    reload_with(monkeypatch, store, PYMEM_TRUSTED_ADAPTERS="claude-code")  # recall believes rows tagged by trusted agents only
+    # recall believes rows tagged by trusted agents only
+    reload_with(monkeypatch, store, PYMEM_TRUSTED_ADAPTERS="claude-code")
     out = over_http(url, token(tenant="acme", actor="agent-1", adapter="claude-code"), remember_and_recall)
     _check_remember_and_recall(out)
     with database.admin() as conn:
