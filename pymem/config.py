@@ -21,10 +21,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, TypeVar
 
-T = TypeVar("T")
-
 from .errors import InvalidArguments
 from .vocabulary import MAX_CONTENT_BYTES
+
+T = TypeVar("T")
 
 DEFAULT_EMBEDDING_DIM = 384
 DEFAULT_MAX_CONTENT_BYTES = 65536
@@ -167,7 +167,7 @@ def read_settings_file(path: str | os.PathLike[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Settings:
-    """What pymem reads from the environment.
+    """pymem's configuration; each field names the PYMEM_* variable `from_env` reads it from.
 
     dsn: PYMEM_DSN, the application's connection (a login that is a member of pymem_app).
          Unset => the embedded Postgres in `home`.
@@ -228,6 +228,9 @@ class Settings:
         if not isinstance(self.environ, Mapping):
             raise InvalidArguments("environ must be a mapping of PYMEM_* names to strings")
         object.__setattr__(self, "environ", MappingProxyType(dict(self.environ)))
+
+    def __hash__(self) -> int:
+        return hash((self.dsn, self.admin_dsn, self.home, self.pooler, frozenset(self.environ.items())))
 
     def value(self, name: str) -> str:
         """The variable `name` (a PYMEM_* name) these settings were built with, stripped; "" if unset."""
