@@ -77,7 +77,7 @@ __all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "Withhe
            "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
-#: The floor when neither the caller, the environment nor the embedder names one.
+#: The floor when neither the caller, the store's settings nor the embedder names one.
 DEFAULT_FLOOR = 0.35
 #: Verdicts kept per process (see the module docstring), least recently used dropped first.
 VERDICT_CACHE_SIZE = 65_536

@@ -251,7 +251,7 @@ def recall_session(memories: "Memories", session_id: str, *, trust: AdapterTrust
 
     An unknown, incognito or erased session is NotFound (an incognito one is never revealed).
     The summary is withheld, with the reason, when it is instruction-shaped under today's
-    signatures or the session was started by an adapter `trust` (default: the environment's) does
+    signatures or the session was started by an adapter `trust` (default: the store's in force) does
     not allow; the topic is shown only when it is safe."""
     session_id = check_session_id(session_id)
     trust = trust if trust is not None else active_trust_policy(memories.store.settings)

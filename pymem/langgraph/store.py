@@ -118,7 +118,7 @@ class PymemStore(BaseStore):
         (the rows still carry the provenance and origin, but no confidence or policy).
     policy: the AdmissionPolicy; default: the store's policy in force (pymem.config), at each batch. Puts are
         judged under it, and so is every item read back (a row it now withholds is not returned).
-    trust: the AdapterTrustPolicy reads apply; default: the environment's, read at each batch (the
+    trust: the AdapterTrustPolicy reads apply; default: the store's in force (pymem.config), at each batch (the
         store's own adapter must be trusted for its items to be returned; untagged rows are by default).
     hybrid: rank a search's query by its words as well as its vector (pymem.search's hybrid
         ranking; default True); False ranks by cosine alone, in LangGraph's own order.

@@ -170,7 +170,7 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
                      conn: psycopg.Connection | None = None) -> LessonsForTask:
     """The lessons block for a task tagged `tags` (see the module docstring). `excluded`: the
     roles that get nothing (default: the store settings' `excluded_roles`); `now`: the time decay is measured to
-    (default: the database's clock); `policy`, `trust`: default the environment's, read now;
+    (default: the database's clock); `policy`, `trust`: default the store's in force (pymem.config);
     `guard`: anything with `check_input(text)` (a call with a guard is never cached).
     `session_id`: the lessons a turn of that session may receive instead, those filed in its
     scope or an ancestor's (pymem.session_lessons), rather than every lesson the context may
