@@ -17,7 +17,7 @@ import pytest
 from pymem import (AdmissionPolicy, Context, InvalidArguments, MemoryAdmissionError, NotFound, Provenance, admit,
                    deliver, end_session, erase, recall, start_session, supersede)
 from pymem.admin import export_records
-from pymem.delivery import (EncodingCounter, TrustTiers, inspect_memories, inspect_memory, memory_injections,
+from pymem.delivery import (ApproxTokenCounter, EncodingCounter, TrustTiers, inspect_memories, inspect_memory, memory_injections,
                             session_injections, tier_of)
 from pymem.errors import UnknownSession
 from pymem.integrity import history, verify_chain, verify_independently
@@ -227,7 +227,7 @@ def test_a_delivery_never_exceeds_its_budget_and_says_when_it_truncated(acme, da
     budget = 600
     delivered = deliver(acme, "s-1", "Initech invoice rule", budget=budget, top_k=10, floor=-1.0, counter=counter,
                         **DEFAULTS)
-    used = counter or __import__("pymem").ApproxTokenCounter()
+    used = counter or ApproxTokenCounter()
     assert delivered.tokens == used.count(delivered.text) <= budget
     assert delivered.truncated > 0 and f"[truncated: {delivered.truncated} of 12 entries left out" in delivered.text
     assert len(delivered.items) + delivered.truncated == 12
