@@ -17,8 +17,8 @@ import pytest
 from pymem import (AdmissionPolicy, Context, InvalidArguments, MemoryAdmissionError, NotFound, Provenance, admit,
                    deliver, end_session, erase, recall, start_session, supersede)
 from pymem.admin import export_records
-from pymem.delivery import (ApproxTokenCounter, EncodingCounter, TrustTiers, inspect_memories, inspect_memory, memory_injections,
-                            session_injections, tier_of)
+from pymem.delivery import (ApproxTokenCounter, EncodingCounter, TrustTiers, inspect_memories, inspect_memory,
+                            memory_injections, session_injections, tier_of)
 from pymem.errors import UnknownSession
 from pymem.integrity import history, verify_chain, verify_independently
 from helpers.delivery import DEFAULTS, EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
