@@ -13,10 +13,12 @@ from typing import Iterable, Mapping
 from .errors import ContextError
 from .vocabulary import MAX_NAME, is_plain_text
 
+__all__ = ["Context", "parse_scope_pairs", "check_scope"]
+
 def _name(value: object, what: str, *, required: bool) -> str | None:
     if value is None or value == "":
         if required:
-            raise ContextError(f"{what} is required (set --{what} or PYMEM_{what.upper()})")
+            raise ContextError(f"the context's {what} is required")
         return None
     if not isinstance(value, str):
         raise ContextError(f"{what} must be a string, got {type(value).__name__}")

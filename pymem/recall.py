@@ -3,13 +3,13 @@
 `recall(memories, query)` searches (pymem.search, under RLS), then re-judges every hit, best
 first, before it may be kept:
 
-1. the adapter trust policy (pymem.admission.trust; read from the environment at each call unless
+1. the adapter trust policy (pymem.admission.trust; the store settings' trust in force unless
    `trust=` is given): untagged (operator) rows are trusted, rows tagged with an adapter only
    if that adapter is allow-listed, else withheld as "untrusted adapter <name>";
 2. the row's own consistency: its origin column and its provenance's origin must agree, and
    a provenance that names an adapter must name the row's writer;
 3. pymem.admission.judge.rejudge under the admission policy in force now (default
-   AdmissionPolicy.from_env(), read at each call): no provenance => withheld as unproven; an
+   policy in force, from the store's settings: pymem.config): no provenance => withheld as unproven; an
    origin the current policy would not persist (or whose citation / injection-source
    requirement is unmet) => withheld; instruction-shaped content (the signatures, then the
    classifier at the policy's threshold) => withheld with the name that decided and, for the
@@ -35,7 +35,7 @@ ranking, full-text BM25 fused with cosine by reciprocal rank); a vector query by
 
 The floor: hits whose cosine similarity to the query is below `floor` are dropped before they are
 judged (they are not relevant, so not withheld either): the same floor as deliver's, by default
-PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the store's embedder
+the store settings' PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the store's embedder
 (pymem.embedder.similarity_floor_of), else DEFAULT_FLOOR.
 
 Withheld entries carry the id, the reason, the signature and the classifier's score, never the
@@ -51,7 +51,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import math
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
@@ -63,23 +62,22 @@ from .storage import search as _search
 from .storage.as_of import check_as_of, search_rows_as_of
 from .storage.search import SearchHit
 from .storage.validate import check_embedding
-from .admission.gate import admit
 from .admission.judge import rejudge
 from .embedder import Embedder, embed_query, similarity_floor_of
+from .config import environment
 from .errors import InvalidArguments
 from .vocabulary import MAX_QUERY_BYTES, canonical_json
-from .admission.policy import AdmissionPolicy
-from .admission.provenance import Provenance
+from .admission.policy import AdmissionPolicy, admission_policy_in_force
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
-__all__ = ["recall", "recall_session", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
+__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
            "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
-#: The floor when neither the caller, the environment nor the embedder names one.
+#: The floor when neither the caller, the store's settings nor the embedder names one.
 DEFAULT_FLOOR = 0.35
 #: Verdicts kept per process (see the module docstring), least recently used dropped first.
 VERDICT_CACHE_SIZE = 65_536
@@ -142,6 +140,9 @@ class WithheldMemory:
 
 @dataclass(frozen=True)
 class RecallResult:
+    """What `recall` returns: the memories kept (best first), those withheld on the way and why, the fingerprint of
+    the policy that judged them, and how many candidates the search returned."""
+
     kept: list[RecalledMemory]
     withheld: list[WithheldMemory]
     policy_fingerprint: str
@@ -180,8 +181,8 @@ def check_floor(value: object, what: str = "floor") -> float:
 
 
 def similarity_floor(embedder: Embedder | None = None, environ: Mapping[str, str] | None = None) -> float:
-    """PYMEM_SIMILARITY_FLOOR when set, else `embedder`'s calibrated floor, else DEFAULT_FLOOR."""
-    env = os.environ if environ is None else environ
+    """`environ`'s PYMEM_SIMILARITY_FLOOR when set, else `embedder`'s calibrated floor, else DEFAULT_FLOOR."""
+    env = environment() if environ is None else environ
     raw = (env.get("PYMEM_SIMILARITY_FLOOR") or "").strip()
     if raw:
         try:
@@ -330,18 +331,18 @@ def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5
 
     `query`: text (embedded with `embedder`, default the store's, pymem.storage.embedding, checked
     against the store's dimension) or a vector. `as_of`: a datetime or ISO 8601 time to ask what
-was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
-    `trust`: default pymem.admission.trust.active_trust_policy(); both read at this call. `guard`: any
+was believed then (default: now). `policy` and `trust`: default the store's
+    admission policy and adapter trust in force (pymem.config). `guard`: any
     object with `check_input(text)`. `scope_filter`: only rows whose scope contains it.
     `floor`: the similarity floor (default similarity_floor() for the store's embedder; -1 keeps
     every hit). `hybrid`: a text query also ranks by its words (default True; ignored for
     vector queries and `as_of`).
     """
     top_k = _search.check_top_k(top_k)
-    policy = policy if policy is not None else AdmissionPolicy.from_env()
+    policy = policy if policy is not None else admission_policy_in_force(memories.store.settings)
     if not isinstance(policy, AdmissionPolicy):
         raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
-    trust = trust if trust is not None else active_trust_policy()
+    trust = trust if trust is not None else active_trust_policy(memories.store.settings)
     if not isinstance(trust, AdapterTrustPolicy):
         raise InvalidArguments(f"trust must be an AdapterTrustPolicy, not {type(trust).__name__}")
     if guard is not None and not callable(getattr(guard, "check_input", None)):
@@ -355,7 +356,7 @@ was believed then (default: now). `policy`: default AdmissionPolicy.from_env();
     store = memories.store
     if floor is None:
         floor = similarity_floor(store.text_embedder(embedder) if isinstance(query, str) or embedder is not None
-                                 else _recorded_embedder(store))
+                                 else _recorded_embedder(store), store.settings.environ)
     text = query if isinstance(query, str) and hybrid and as_of is None else None
 
     def search(c: psycopg.Connection, fetch: int) -> list[SearchHit]:
@@ -379,8 +380,8 @@ def recall_session(memories: "Memories", session_id: str, query: str | Sequence[
     but never a sibling scope's) instead of every row the context may read. Nothing when the
     context cannot see the session."""
     top_k = _search.check_top_k(top_k)
-    policy = policy if policy is not None else AdmissionPolicy.from_env()
-    trust = trust if trust is not None else active_trust_policy()
+    policy = policy if policy is not None else admission_policy_in_force(memories.store.settings)
+    trust = trust if trust is not None else active_trust_policy(memories.store.settings)
     if not isinstance(policy, AdmissionPolicy) or not isinstance(trust, AdapterTrustPolicy):
         raise InvalidArguments("policy and trust must be an AdmissionPolicy and an AdapterTrustPolicy")
     if guard is not None and not callable(getattr(guard, "check_input", None)):
@@ -393,7 +394,7 @@ def recall_session(memories: "Memories", session_id: str, query: str | Sequence[
     vector = check_embedding(_query_vector(memories, query, embedder), store.embedding_dim, "vector")
     if floor is None:
         floor = similarity_floor(store.text_embedder(embedder) if isinstance(query, str) or embedder is not None
-                                 else _recorded_embedder(store))
+                                 else _recorded_embedder(store), store.settings.environ)
     text = query if isinstance(query, str) and hybrid else None
     with store.transaction(memories.ctx, conn, snapshot=True) as c:
         return _judged(lambda fetch: _search.session_search_rows(c, session_id, vector, fetch, text=text), top_k,
@@ -434,25 +435,3 @@ def _recorded_embedder(store: Any) -> Embedder | None:
     except InvalidArguments:
         return None
 
-
-class WriteGate:
-    """`admit` bound to one context, policy and embedder: gate = WriteGate(memories); gate.admit(record, prov).
-
-    `policy=None` re-reads AdmissionPolicy.from_env() at every call (the policy in force now).
-    """
-
-    def __init__(self, memories: "Memories", policy: AdmissionPolicy | None = None, *,
-                 embedder: Embedder | None = None):
-        self.memories = memories
-        self.policy = policy
-        self.embedder = embedder
-
-    def admit(self, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
-              conn: psycopg.Connection | None = None) -> dict[str, Any]:
-        return admit(self.memories, record, provenance, policy=self.policy, embedder=self.embedder, conn=conn)
-
-    def recall(self, query: Any, **kwargs: Any):
-        """recall() with this gate's policy and embedder (unless given)."""
-        kwargs.setdefault("policy", self.policy)
-        kwargs.setdefault("embedder", self.embedder)
-        return recall(self.memories, query, **kwargs)

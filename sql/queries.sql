@@ -548,7 +548,7 @@ select role_name, adapter, tenants, all_tenants, scope, created_at, created_by
   from pymem.login_bindings order by role_name
 
 -- ============================================================================================
--- sessions (pymem/storage/sessions.py, pymem/delivery/sessions.py)
+-- sessions (pymem/storage/session_rows.py, pymem/delivery/sessions.py)
 -- ============================================================================================
 
 -- name: session_row --
@@ -724,7 +724,7 @@ select l.id, l.record, l.content, 'lesson'::text as kind, l.tags, l.scope, l.ori
 select * from pymem.session_lessons(p_session => %s, p_tags => %s, p_limit => %s, p_at => %s)
 
 -- ============================================================================================
--- convention receipts (pymem/conventions, pymem/integrity/receipts.py)
+-- convention receipts (pymem/conventions, pymem/integrity/receipt_audit.py)
 -- ============================================================================================
 
 -- name: register_signing_key --

@@ -1,2 +1,19 @@
-"""Admission: origins and provenance, the admission policy, adapter trust, the instruction detector
-and the write gate that applies them."""
+"""Admission: what may be written, and how much it is believed.
+
+Origins and provenance (`Provenance`), the admission policy (`AdmissionPolicy`, one `OriginRule`
+per origin), the adapter trust policy (`AdapterTrustPolicy`: which agents' rows are believed), the
+write gate that applies them (`admit`, and `WriteGate`, `admit` bound to one context and policy),
+and how well its content check does on data it was not tuned on (`evaluate_admission`). The
+instruction detector (signatures and classifier) is the gate's content check; its modules are
+implementation.
+"""
+
+from .evaluation import AdmissionEvaluation, HeldOutSource, evaluate_admission
+from .gate import admit
+from .policy import AdmissionPolicy, OriginRule
+from .provenance import Provenance
+from .trust import AdapterTrustPolicy
+from .write_gate import WriteGate
+
+__all__ = ["Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
+           "evaluate_admission", "AdmissionEvaluation", "HeldOutSource"]

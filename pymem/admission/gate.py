@@ -55,12 +55,12 @@ from .judge import Decision, admitted_record, digest_of_arguments, judge
 from .. import queries
 from ..embedder import Embedder, check_dimension, get_embedder
 from ..errors import AccessDenied, IncognitoSession, InvalidArguments, MemoryAdmissionError, UnknownSession
-from .policy import AdmissionPolicy
+from .policy import AdmissionPolicy, admission_policy_in_force
 from .provenance import Origin, Provenance
 from .refusals import audit_source, record_refusal
 from ..storage.chunks import first_present
 from ..storage.rows import operator_origin_refusal
-from ..storage.sessions import session_row
+from ..storage.session_rows import session_row
 from ..storage.validate import check_id
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, MAX_RECORD_BYTES, VECTOR_KEYS, canonical_json
 
@@ -235,7 +235,7 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
         record = {**record, "event_at": check_event_time(record["event_at"])}
     ctx = memories.ctx
     provenance = bind_provenance(provenance, ctx.adapter)
-    policy = policy if policy is not None else AdmissionPolicy.from_env()
+    policy = policy if policy is not None else admission_policy_in_force(memories.store.settings)
     if not isinstance(policy, AdmissionPolicy):
         raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
 
@@ -287,7 +287,7 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
     `embedding`/`vector` (computed from the content with `embedder`, default
     the store's embedder, pymem.storage.embedding, when absent), `tags`, `kind`, `scope` (default: the
     context's), `importance` and `confidence` (a request; the policy caps it). Everything else is
-    kept in the stored record. `policy` defaults to AdmissionPolicy.from_env(), read now.
+    kept in the stored record. `policy` defaults to the store's policy in force (pymem.config).
 
     Returns the admitted record as written (a new dict, without vectors): the caller's fields
     plus `id`, `origin`, `provenance`, `confidence`, `policy_fingerprint` (and `injection_source`).

@@ -37,6 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from ..config import environment
 from ..errors import InvalidArguments
 from ..vocabulary import Origin, canonical_json
 from .model import shipped_threshold, weights_sha256
@@ -429,14 +430,14 @@ class AdmissionPolicy:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "AdmissionPolicy":
-        """The policy the environment asks for, read now.
+        """The policy `environ` (a mapping of PYMEM_* variables; None: the environment's, now) asks for.
 
         ``PYMEM_POLICY_FILE`` (a JSON file, see `from_json`) is applied first, then the simple
         overrides ``PYMEM_INFERRED_CEILING``, ``PYMEM_TOOL_CEILING``, ``PYMEM_INJECTED_CEILING``
         (numbers in [0, 1]), ``PYMEM_DENY_ORIGINS`` (comma-separated origins) and
         ``PYMEM_CLASSIFIER_THRESHOLD`` (a number in (0, 1]). Empty variables count as unset.
         """
-        env = os.environ if environ is None else environ
+        env = environment() if environ is None else environ
         policy = cls()
         path = (env.get("PYMEM_POLICY_FILE") or "").strip()
         if path:
@@ -470,6 +471,15 @@ class AdmissionPolicy:
                     f"PYMEM_CLASSIFIER_THRESHOLD must be a number in (0, 1], got {raw[:32]!r}") from None
             policy = policy.with_classifier_threshold(check_threshold("PYMEM_CLASSIFIER_THRESHOLD", value))
         return policy
+
+
+def admission_policy_in_force(settings: Any) -> AdmissionPolicy:
+    """The admission policy `settings` (a pymem Settings) ask for: built from their PYMEM_* values
+    (see `AdmissionPolicy.from_env`) once, and again when PYMEM_POLICY_FILE changes or the
+    settings are reloaded."""
+    path = settings.value("PYMEM_POLICY_FILE")
+    return settings.in_force.get("admission_policy", lambda: AdmissionPolicy.from_env(settings.environ),
+                                 (path,) if path else ())
 
 
 def _require_mapping(key: Any, value: Any) -> Mapping[str, Any]:

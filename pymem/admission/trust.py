@@ -6,17 +6,17 @@ another agent's memories deserve belief. This policy does: untagged (operator) r
 by default, tagged rows only when their adapter is allow-listed, so a compromised or merely
 careless agent integration cannot plant beliefs that other agents then act on.
 
-The environment is read at each `active_trust_policy()` call, not at import, so an operator can
-change the allow-list of a long-running process's next recall without a restart, and tests can
-change it between calls.
+`active_trust_policy(settings)` is the policy a store's settings ask for (PYMEM_TRUSTED_ADAPTERS,
+PYMEM_TRUST_UNTAGGED when they were built); a long-running process changes it by reloading its
+settings (pymem.config), never by an environment read inside a call.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from ..config import environment
 from ..errors import InvalidArguments
 from ..vocabulary import MAX_NAME
 
@@ -85,9 +85,10 @@ class AdapterTrustPolicy:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "AdapterTrustPolicy":
-        """From ``PYMEM_TRUSTED_ADAPTERS`` (comma-separated names) and ``PYMEM_TRUST_UNTAGGED``
+        """From `environ` (PYMEM_* variables; None: the environment's, now):
+        ``PYMEM_TRUSTED_ADAPTERS`` (comma-separated names) and ``PYMEM_TRUST_UNTAGGED``
         (boolean, default true). Empty variables count as unset."""
-        env = os.environ if environ is None else environ
+        env = environment() if environ is None else environ
         raw_untagged = (env.get("PYMEM_TRUST_UNTAGGED") or "").strip()
         trust_untagged = parse_bool("PYMEM_TRUST_UNTAGGED", raw_untagged) if raw_untagged else True
         raw_list = env.get("PYMEM_TRUSTED_ADAPTERS") or ""
@@ -98,6 +99,7 @@ class AdapterTrustPolicy:
             raise InvalidArguments(f"PYMEM_TRUSTED_ADAPTERS: {exc}") from None
 
 
-def active_trust_policy(environ: Mapping[str, str] | None = None) -> AdapterTrustPolicy:
-    """The trust policy the environment asks for right now (read at every call)."""
-    return AdapterTrustPolicy.from_env(environ)
+def active_trust_policy(settings: Any) -> AdapterTrustPolicy:
+    """The trust policy `settings` (a pymem Settings) ask for, built once per settings (and again
+    after they are reloaded)."""
+    return settings.in_force.get("trust_policy", lambda: AdapterTrustPolicy.from_env(settings.environ))

@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 import click
 
-from .. import Context, PymemError, ServerError, Settings, Store, parse_scope_pairs
+from .. import Context, PymemError, Settings, Store
+from ..context import parse_scope_pairs
+from ..errors import ServerError
 
 
 class PymemCommandError(click.ClickException):

@@ -9,7 +9,9 @@ from typing import Any
 
 import click
 
-from .. import Context, ContextError, InvalidArguments, check_file, export_records, import_file, parse_scope_pairs
+from .. import Context, ContextError, InvalidArguments
+from ..admin import check_file, export_records, import_file
+from ..context import parse_scope_pairs
 from .common import context_options, echo_json, handle_errors, is_tty, json_option, open_store, stderr, table
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import AdmissionEvaluation, evaluate_admission
+from ..admission import AdmissionEvaluation, evaluate_admission
 from .common import echo_json, handle_errors, json_option, open_store, stderr
 
 

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import click
 
-from .. import (LESSON_TYPES, ORIGINS, Context, ConventionConflict, MemoryAdmissionError, active_conventions,
-                check_conventions, file_lesson, file_review_correction, follow, lessons_for_task, list_lessons,
-                publish, retire_convention, subscribe)
+from .. import Context, MemoryAdmissionError
+from ..conventions import active_conventions, check_conventions, file_review_correction, retire_convention
+from ..errors import ConventionConflict
+from ..facts import follow, publish, subscribe
+from ..lessons import file_lesson, lessons_for_task, list_lessons
+from ..vocabulary import LESSON_TYPES, ORIGINS
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 from .memory_commands import _embedder, _short, report_refusal
 

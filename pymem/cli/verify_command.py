@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from .. import PymemError, anchor_store, audit_chain
+from .. import PymemError
+from ..integrity import anchor_store, audit_chain
 from .common import PymemCommandError, echo_json, json_option, open_store
 
 
@@ -38,7 +39,9 @@ def _print_receipts(report) -> None:
         what = f": receipt {f.receipt_id}" if f.receipt_id else ""
         version = f" version {f.version}" if f.version is not None else ""
         seq = f" (seq {f.seq})" if f.seq is not None else ""
-        click.echo(f"RECEIPT PROBLEM{where}{what}{version}{seq}: {f.problem}")
+        # the library speaks of a public key; the command line names its option for it
+        problem = f.problem.replace("no public key given", "no --public-key given")
+        click.echo(f"RECEIPT PROBLEM{where}{what}{version}{seq}: {problem}")
 
 
 def _print_checkpoints(report) -> None:

@@ -5,7 +5,7 @@ key (pymem.conventions.receipts); `active_conventions` returns the rules in forc
 ruleset hash; `retire_convention` and `check_conventions` end rules by appended events. What
 "contradicts" means, and what the ruleset hash covers, is stated in pymem.conventions.rules;
 how a symbol is resolved in a repository, in pymem.conventions.repository. `pymem verify`
-checks every receipt's signature and anchor (pymem.integrity.receipts).
+checks every receipt's signature and anchor (pymem.integrity.receipt_audit).
 """
 
 from .receipts import (ActiveConventions, Convention, ConventionCheck, FiledCorrection, active_conventions,

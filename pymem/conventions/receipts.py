@@ -46,7 +46,7 @@ from .. import queries
 from ..admission.policy import AdmissionPolicy
 from ..embedder import Embedder
 from ..errors import AccessDenied, ConventionConflict, InvalidArguments, NotFound
-from ..integrity.receipts import ReceiptForm, rule_sha256
+from ..integrity.receipt_audit import ReceiptForm, rule_sha256
 from ..integrity.signing import load_or_create_key, verify_signature
 from ..lessons.filing import (FiledLesson, check_lesson, check_lesson_tags, lock_for_filing, screen_lesson,
                               write_lesson)

@@ -9,11 +9,11 @@ runs git and nothing else here: a rule's assertion is stored and signed, never e
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
+from ..config import child_environ
 from ..errors import InvalidArguments
 
 __all__ = ["head_commit", "symbol_resolves", "last_component"]
@@ -23,7 +23,7 @@ _SEPARATORS = re.compile(r"[.:]+")
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    env = child_environ(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     try:
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=_TIMEOUT,
                               env=env, check=False)

@@ -39,20 +39,20 @@ import psycopg
 from psycopg.rows import class_row
 
 from .. import queries
-from ..admission.policy import AdmissionPolicy
+from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..embedder import Embedder
 from ..errors import ContextError, InvalidArguments, UnknownSession
 from ..recall import OVERFETCH_GROWTH, RecalledMemory, check_query_text, judge_hit, recall_session
 from ..storage.search import MAX_TOP_K, SearchHit, check_top_k
-from ..storage.sessions import SessionRow, session_row
+from ..storage.session_rows import SessionRow, session_row
 from . import injections
 from .budget import fit
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
 from ..recall import check_floor
 from .ranking import fused_rank_score
 from .sessions import check_session_id, digest_sessions
-from .tiers import TrustTiers, tier_of
+from .tiers import TrustTiers, tier_of, tiers_in_force
 from .tokens import TokenCounter, default_counter
 from .topics import topic_is_safe
 
@@ -203,7 +203,7 @@ def _check_lessons(lessons: Any) -> list[DeliveredLesson] | None:
         return None
     if isinstance(lessons, (str, bytes)) or not isinstance(lessons, Sequence) \
             or not all(isinstance(lesson, DeliveredLesson) for lesson in lessons):
-        raise InvalidArguments("lessons must be a list of DeliveredLesson (see pymem.lessons_for_task)")
+        raise InvalidArguments("lessons must be a list of DeliveredLesson (see pymem.lessons.lessons_for_task)")
     if len({lesson.id for lesson in lessons}) != len(lessons):
         raise InvalidArguments("lessons names the same lesson twice")
     return list(lessons)
@@ -220,10 +220,10 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
     module docstring). `turn` defaults to one after the last recorded turn of the session (0 for
     the first). `query` (the user's message) drives the recalled section; None or blank recalls
     nothing. Defaults: `floor` recall's (PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the
-    store's embedder), `tiers` TrustTiers.from_env(),
-    `policy` AdmissionPolicy.from_env(), `trust` the environment's adapter trust, `counter` the
+    store's embedder), `tiers`, `policy` and `trust` the store's
+    trust tiers, admission policy and adapter trust in force (pymem.config), `counter` the
     approximate counter, `now` the current time (recency is measured to it). `lessons`: the
-    lessons section (None = no section; pymem.lessons_for_task builds it)."""
+    lessons section (None = no section; pymem.lessons.lessons_for_task builds it)."""
     session_id = check_session_id(session_id)
     if turn is not None:
         _count(turn, "turn", 0, 2**31 - 1)
@@ -237,9 +237,9 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
         check_query_text(query, "the delivery query")
     lessons = _check_lessons(lessons)
     floor = check_floor(floor) if floor is not None else None
-    tiers = tiers if tiers is not None else TrustTiers.from_env()
-    policy = policy if policy is not None else AdmissionPolicy.from_env()
-    trust = trust if trust is not None else active_trust_policy()
+    tiers = tiers if tiers is not None else tiers_in_force(memories.store.settings)
+    policy = policy if policy is not None else admission_policy_in_force(memories.store.settings)
+    trust = trust if trust is not None else active_trust_policy(memories.store.settings)
     counter = counter if counter is not None else default_counter()
     if not isinstance(tiers, TrustTiers) or not isinstance(policy, AdmissionPolicy) \
             or not isinstance(trust, AdapterTrustPolicy) or not callable(getattr(counter, "count", None)):

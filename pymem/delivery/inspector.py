@@ -34,6 +34,9 @@ __all__ = ["InspectedMemory", "inspect_memories", "inspect_memory"]
 
 @dataclass(frozen=True)
 class InspectedMemory:
+    """One memory as the inspector shows it: its text, origin, tier and provenance, and the turns it was injected
+    into."""
+
     id: str
     kind: str
     text: str | None

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import os
 from typing import Mapping
 
+from ..config import environment
 from ..errors import InvalidArguments
 
 __all__ = ["DEFAULT_FLOOR", "RECENCY_WEIGHT", "RECENCY_HALF_LIFE_DAYS", "RANK_K", "recency", "rank_score",
@@ -68,7 +68,7 @@ def check_floor(value: object, what: str = "floor") -> float:
 
 def similarity_floor(environ: Mapping[str, str] | None = None) -> float:
     """The floor the environment asks for (``PYMEM_SIMILARITY_FLOOR``), else DEFAULT_FLOOR."""
-    env = os.environ if environ is None else environ
+    env = environment() if environ is None else environ
     raw = (env.get("PYMEM_SIMILARITY_FLOOR") or "").strip()
     if not raw:
         return DEFAULT_FLOOR

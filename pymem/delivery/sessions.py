@@ -34,7 +34,7 @@ from ..admission.provenance import Provenance
 from ..admission.scanning import instruction_shaped
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..errors import IncognitoSession, InvalidArguments, NotFound, UnknownSession
-from ..storage.sessions import SessionRow, session_row
+from ..storage.session_rows import SessionRow, session_row
 from ..storage.validate import check_id, check_text
 from ..vocabulary import SURFACES, Origin, is_plain_text
 from .topics import derive_topic, first_user_message, topic_is_safe
@@ -251,10 +251,10 @@ def recall_session(memories: "Memories", session_id: str, *, trust: AdapterTrust
 
     An unknown, incognito or erased session is NotFound (an incognito one is never revealed).
     The summary is withheld, with the reason, when it is instruction-shaped under today's
-    signatures or the session was started by an adapter `trust` (default: the environment's) does
+    signatures or the session was started by an adapter `trust` (default: the store's in force) does
     not allow; the topic is shown only when it is safe."""
     session_id = check_session_id(session_id)
-    trust = trust if trust is not None else active_trust_policy()
+    trust = trust if trust is not None else active_trust_policy(memories.store.settings)
     row = _row(memories, session_id, conn)
     if row is None or row.incognito or row.erased_at is not None:
         raise NotFound(f"no stored session {session_id[:100]!r} in this context")

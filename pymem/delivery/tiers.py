@@ -32,6 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from ..config import environment
 from ..errors import InvalidArguments
 from ..vocabulary import Origin, canonical_json
 
@@ -41,6 +42,8 @@ TIERS_FORMAT_VERSION = 1
 
 
 class Tier(StrEnum):
+    """The trust tiers a delivered memory is ranked in, most trusted first (see TrustTiers)."""
+
     OPERATOR = "operator"
     USER = "user"
     INFERRED = "inferred"
@@ -216,7 +219,7 @@ class TrustTiers:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "TrustTiers":
         """`PYMEM_TIERS_FILE` (JSON, see `from_json`) first, then `PYMEM_TIERS_EXCLUDE`
         (comma-separated tiers not injected automatically). Empty variables count as unset."""
-        env = os.environ if environ is None else environ
+        env = environment() if environ is None else environ
         path = (env.get("PYMEM_TIERS_FILE") or "").strip()
         tiers = cls.from_file(path) if path else cls()
         names = [n.strip() for n in (env.get("PYMEM_TIERS_EXCLUDE") or "").split(",") if n.strip()]
@@ -226,3 +229,10 @@ class TrustTiers:
             except InvalidArguments as exc:
                 raise InvalidArguments(f"PYMEM_TIERS_EXCLUDE: {exc}") from None
         return tiers
+
+
+def tiers_in_force(settings: Any) -> TrustTiers:
+    """The trust tiers `settings` (a pymem Settings) ask for: built from their PYMEM_* values (see
+    `TrustTiers.from_env`) once, and again when PYMEM_TIERS_FILE changes or the settings are reloaded."""
+    path = settings.value("PYMEM_TIERS_FILE")
+    return settings.in_force.get("trust_tiers", lambda: TrustTiers.from_env(settings.environ), (path,) if path else ())

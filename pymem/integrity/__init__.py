@@ -1,8 +1,22 @@
 """Integrity: the ledger's audit trail, and what vouches for the chain.
 
-`audit` reads refusals and memory histories, `verify` runs the database's own chain verification,
-`independent` recomputes every hash in Python from the raw rows (never calling the database's
-functions), `signing` keeps the installation's Ed25519 key outside the database, `checkpoints`
-records signed chain heads in an external sink and checks the chain still extends them, and
-`evidence` puts these together for the command line.
+`refusals` and `history` read the audit trail; `verify_store` (and `verify_chain`, one tenant)
+runs the database's own chain verification; `verify_independently` recomputes every hash in
+Python from the raw rows, never calling the database's functions; `load_or_create_key` keeps the
+installation's Ed25519 key outside the database; checkpoints (`open_sink`, `FileSink`) record
+signed chain heads in an external sink and `audit_chain` checks the chain still extends them;
+`anchor_store` records a new one; receipts' signatures are checked as `ReceiptAudit` findings.
 """
+
+from .audit import HistoryEvent, Refusal, history, refusals
+from .checkpoints import Checkpoint, CheckpointReport, CheckpointSink, FileSink, open_sink
+from .evidence import AnchorResult, ChainAudit, anchor_store, audit_chain
+from .independent import verify_independently
+from .receipt_audit import ReceiptAudit, ReceiptFinding
+from .signing import load_or_create_key
+from .verify import TenantVerification, VerifyReport, verify_chain, verify_store
+
+__all__ = ["refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",
+           "TenantVerification", "verify_independently", "audit_chain", "ChainAudit", "anchor_store", "AnchorResult",
+           "Checkpoint", "CheckpointReport", "CheckpointSink", "FileSink", "open_sink", "ReceiptAudit",
+           "ReceiptFinding", "load_or_create_key"]

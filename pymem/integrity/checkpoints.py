@@ -137,6 +137,8 @@ class CheckpointFinding:
 
 @dataclass(frozen=True)
 class CheckpointReport:
+    """How many recorded checkpoints were checked against the chain, and what was found wrong (none: `ok`)."""
+
     checked: int = 0
     findings: list[CheckpointFinding] = field(default_factory=list)
 

@@ -1,7 +1,7 @@
 """The chain checked against evidence the database cannot forge, for a whole store.
 
 `audit_chain` runs the database's own verification, checks every convention receipt against its
-signature and its anchoring ledger entry (pymem.integrity.receipts) and, on request, runs the
+signature and its anchoring ledger entry (pymem.integrity.receipt_audit) and, on request, runs the
 independent Python verifier and compares with the signed checkpoints; `anchor_store` signs the
 current heads. Both pick the right connection: the app's for one tenant, the administrative one
 for every tenant.
@@ -18,7 +18,7 @@ import psycopg
 
 from .checkpoints import Checkpoint, CheckpointReport, anchor, check_checkpoints, open_sink
 from .independent import verify_independently
-from .receipts import ReceiptAudit, audit_receipts
+from .receipt_audit import ReceiptAudit, audit_receipts
 from .signing import load_key, load_or_create_key, load_public_hex, public_bytes
 from .verify import JOBS, VerifyReport, verify_store
 
@@ -100,6 +100,9 @@ def audit_chain(store, tenant: str | None = None, *, independent: bool = False, 
 
 @dataclass(frozen=True)
 class AnchorResult:
+    """What `anchor_store` returns: the checkpoints it recorded, the check of the earlier ones, and the public key
+    that signs them."""
+
     anchored: list[Checkpoint]
     earlier: CheckpointReport
     public_key: str

@@ -8,6 +8,9 @@ from typing import Any, Mapping
 
 @dataclass(frozen=True)
 class TenantVerification:
+    """One tenant's chain verification: its entries, the rows re-hashed, its head, and the first problem found
+    (None: none)."""
+
     tenant: str
     entries: int
     rows_checked: int
@@ -33,6 +36,9 @@ class TenantVerification:
 
 @dataclass(frozen=True)
 class VerifyReport:
+    """What `verify_store` returns: one `TenantVerification` per tenant, and how long it took; `ok` when no tenant
+    has a problem."""
+
     tenants: list[TenantVerification] = field(default_factory=list)
     seconds: float = 0.0
 

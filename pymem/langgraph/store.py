@@ -40,7 +40,7 @@ from psycopg.types.json import Jsonb
 
 from .. import queries
 from ..admission.gate import bind_provenance, judge_or_refuse
-from ..admission.policy import AdmissionPolicy
+from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.provenance import Provenance
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..errors import AccessDenied, InvalidArguments
@@ -116,9 +116,9 @@ class PymemStore(BaseStore):
         source "langgraph"); its adapter is the context's.
     gate: judge every put with the write gate (default True); False writes without judging
         (the rows still carry the provenance and origin, but no confidence or policy).
-    policy: the AdmissionPolicy; default: AdmissionPolicy.from_env(), read at each batch. Puts are
+    policy: the AdmissionPolicy; default: the store's policy in force (pymem.config), at each batch. Puts are
         judged under it, and so is every item read back (a row it now withholds is not returned).
-    trust: the AdapterTrustPolicy reads apply; default: the environment's, read at each batch (the
+    trust: the AdapterTrustPolicy reads apply; default: the store's in force (pymem.config), at each batch (the
         store's own adapter must be trusted for its items to be returned; untagged rows are by default).
     hybrid: rank a search's query by its words as well as its vector (pymem.search's hybrid
         ranking; default True); False ranks by cosine alone, in LangGraph's own order.
@@ -245,8 +245,8 @@ class PymemStore(BaseStore):
 
     def _reader(self) -> _Reader:
         return _Reader(self.name, self.ctx.adapter,
-                       self.policy if self.policy is not None else AdmissionPolicy.from_env(),
-                       self.trust if self.trust is not None else active_trust_policy())
+                       self.policy if self.policy is not None else admission_policy_in_force(self.memories.store.settings),
+                       self.trust if self.trust is not None else active_trust_policy(self.memories.store.settings))
 
     def _run(self, plan: _Plan) -> list[Any]:
         # the whole batch, reads and writes, in one transaction on one connection
@@ -352,7 +352,7 @@ class PymemStore(BaseStore):
             self._check_confinement(tuple(put.op.namespace))
         decisions = {}
         if self.gate and writes:
-            policy = self.policy if self.policy is not None else AdmissionPolicy.from_env()
+            policy = self.policy if self.policy is not None else admission_policy_in_force(self.memories.store.settings)
             for put in writes:
                 decisions[put.id] = judge_or_refuse(self.memories, {"value": put.op.value}, self.provenance, policy,
                                                     conn=conn)

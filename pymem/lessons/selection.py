@@ -25,7 +25,6 @@ shows up once it expires. `cache=None` always asks.
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -36,16 +35,17 @@ import psycopg
 from psycopg.rows import dict_row
 
 from .. import queries
-from ..admission.policy import AdmissionPolicy
+from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..delivery.budget import fit
 from ..delivery.envelope import DeliveredLesson
 from ..delivery.sessions import check_session_id
 from ..delivery.tokens import TokenCounter, default_counter
+from ..config import environment
 from ..errors import InvalidArguments, UnknownSession
 from ..recall import RecalledMemory, WithheldMemory, judge_hit
 from ..storage.search import SearchHit
-from ..storage.sessions import session_row
+from ..storage.session_rows import session_row
 from ..vocabulary import MAX_NAME, is_plain_text
 from .filing import check_lesson_tags
 from .similarity import rank_score
@@ -137,9 +137,9 @@ def _check_role(role: Any) -> str | None:
 
 
 def excluded_roles(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """The roles that never receive lessons: PYMEM_LESSONS_EXCLUDED_ROLES (comma-separated; set
-    it empty to exclude none), else manager and planner."""
-    env = os.environ if environ is None else environ
+    """The roles that never receive lessons: `environ`'s PYMEM_LESSONS_EXCLUDED_ROLES
+    (comma-separated; set it empty to exclude none), else manager and planner."""
+    env = environment() if environ is None else environ
     raw = env.get(EXCLUDED_ROLES_ENV)
     if raw is None:
         return frozenset(DEFAULT_EXCLUDED_ROLES)
@@ -169,8 +169,8 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
                      cache: LessonCache | None = DEFAULT_CACHE, session_id: str | None = None,
                      conn: psycopg.Connection | None = None) -> LessonsForTask:
     """The lessons block for a task tagged `tags` (see the module docstring). `excluded`: the
-    roles that get nothing (default `excluded_roles()`); `now`: the time decay is measured to
-    (default: the database's clock); `policy`, `trust`: default the environment's, read now;
+    roles that get nothing (default: the store settings' `excluded_roles`); `now`: the time decay is measured to
+    (default: the database's clock); `policy`, `trust`: default the store's in force (pymem.config);
     `guard`: anything with `check_input(text)` (a call with a guard is never cached).
     `session_id`: the lessons a turn of that session may receive instead, those filed in its
     scope or an ancestor's (pymem.session_lessons), rather than every lesson the context may
@@ -181,10 +181,10 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
     role = _check_role(role)
     limit = _count(limit, "limit", 1, 100)
     budget = _count(budget, "budget", 1, 1_000_000)
-    excluded_set = excluded_roles() if excluded is None else frozenset(
+    excluded_set = excluded_roles(memories.store.settings.environ) if excluded is None else frozenset(
         r for r in (_check_role(x) for x in _as_names(excluded)) if r)
-    policy = policy if policy is not None else AdmissionPolicy.from_env()
-    trust = trust if trust is not None else active_trust_policy()
+    policy = policy if policy is not None else admission_policy_in_force(memories.store.settings)
+    trust = trust if trust is not None else active_trust_policy(memories.store.settings)
     counter = counter if counter is not None else default_counter()
     if not isinstance(policy, AdmissionPolicy) or not isinstance(trust, AdapterTrustPolicy) \
             or not callable(getattr(counter, "count", None)):

@@ -110,14 +110,17 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
     `store`: an open store to serve (kept open at shutdown); else one is opened from `settings`
     (default: the environment, with the service's lock and statement timeouts where unset:
     pymem.service.limits) when the app starts, and closed when it stops. `tokens`: default
-    TokenVerifier.from_env(), which refuses to build without PYMEM_JWT_KEY (or a public key).
+    TokenVerifier.from_env() of the settings' PYMEM_* values (or the environment's), which refuses
+    to build without PYMEM_JWT_KEY (or a public key).
     `host`: where it will listen; on a loopback host the MCP endpoint also checks the Host header
     against DNS rebinding. `per_tenant`: the most calls one tenant runs at a time (default: a
     quarter of the pool; 0: no limit). `heavy_calls`: the most heavy calls (many records, long
     texts) run at once among all tenants (default half the cores; 0: no bound).
     `probe_interval`: seconds between readiness probes.
     """
-    tokens = tokens if tokens is not None else TokenVerifier.from_env()
+    if tokens is None:
+        source = settings if settings is not None else store.settings if store is not None else Settings.from_env()
+        tokens = TokenVerifier.from_env(source.environ)
     runtime = _Runtime(store, settings, embedder, pool_size, per_tenant, probe_interval, heavy_calls)
     mcp = build_mcp_server(runtime.get, identity_from_request, tokens=tokens)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", json_response=True, stateless_http=True,

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from ..context import Context
+from ..config import environment
 from ..errors import ContextError, InvalidArguments, Unauthenticated
 
 __all__ = ["TokenVerifier", "mint_token", "context_from_claims", "MIN_SECRET_BYTES", "MIN_RSA_BITS",
@@ -150,7 +151,7 @@ class TokenVerifier:
 
         Refuses to build without a key, with a short secret, or with both kinds of key set.
         """
-        env = os.environ if environ is None else environ
+        env = environment() if environ is None else environ
         secret = env.get("PYMEM_JWT_KEY", "")
         public = env.get("PYMEM_JWT_PUBLIC_KEY", "").strip()
         audience = env.get("PYMEM_JWT_AUDIENCE", "").strip() or None
@@ -161,7 +162,7 @@ class TokenVerifier:
             return cls.public_key(public, audience=audience, issuer=issuer)
         if not secret:
             raise InvalidArguments("PYMEM_JWT_KEY is not set: the service verifies a signed token on every call "
-                                   "and will not start without a key (see `pymem token --help`)")
+                                   "and will not start without a key (or PYMEM_JWT_PUBLIC_KEY)")
         return cls.hs256(secret, audience=audience, issuer=issuer)
 
     def claims(self, token: str | None) -> dict[str, Any]:

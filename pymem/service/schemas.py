@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..conventions.rules import MAX_ASSERTION_CHARS, MAX_RULE_CHARS, MAX_SUBJECT_CHARS
-from ..delivery.memories import MAX_REASON
+from ..delivery.supersession import MAX_REASON
 from ..lessons.filing import MAX_LESSON_CHARS
 from ..lessons.selection import DEFAULT_BUDGET as LESSON_BUDGET
 from ..lessons.selection import DEFAULT_LIMIT as LESSON_LIMIT

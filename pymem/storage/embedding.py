@@ -25,16 +25,17 @@ __all__ = ["StoreEmbedder", "mismatch"]
 def mismatch(recorded: str, embedder: Embedder) -> EmbedderMismatch:
     return EmbedderMismatch(
         f"this store's vectors were written by the embedder {recorded!r}, not {embedder.name!r}: use "
-        f"{recorded!r} (unset PYMEM_EMBEDDER, or set it to that name), or re-embed the store with "
-        f"`pymem reembed --embedder {embedder.name}`")
+        f"{recorded!r} (the settings' PYMEM_EMBEDDER unset, or that name), or re-embed the store with "
+        f"{embedder.name!r} (pymem.reembed)")
 
 
 class StoreEmbedder:
     """The store's embedder: `resolve(embedder)` for a read, `claim(embedder, conn)` before a
     write of vectors computed from text. One per Store; the loaded model is shared per process."""
 
-    def __init__(self, recorded: str | None, dim: int):
+    def __init__(self, recorded: str | None, dim: int, environ: Any = None):
         self.recorded = recorded
+        self.environ = environ  # the store settings' PYMEM_* values (PYMEM_EMBEDDER)
         self.dim = dim
         self._default: Embedder | None = None
         self._lock = threading.Lock()
@@ -44,7 +45,7 @@ class StoreEmbedder:
         if embedder is None:
             with self._lock:
                 if self._default is None or (self.recorded is not None and self._default.name != self.recorded):
-                    self._default = get_embedder(self.recorded or default_embedder_name())
+                    self._default = get_embedder(self.recorded or default_embedder_name(self.environ))
                 embedder = self._default
         check_dimension(embedder, self.dim)
         if self.recorded is not None and embedder.name != self.recorded:

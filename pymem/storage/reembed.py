@@ -32,6 +32,9 @@ REEMBED_ACTOR = "pymem-reembed"
 
 @dataclass(frozen=True)
 class ReembedReport:
+    """What `reembed` did: the embedder used, the rows re-embedded, how many needed it when the run began, and the
+    store's recorded embedder afterwards."""
+
     embedder: str
     rows: int  # rows re-embedded by this run
     pending_before: int  # rows that needed it when the run began

@@ -29,6 +29,9 @@ def pgvector_supported(version: str | None) -> bool:
 
 @dataclass(frozen=True)
 class DatabaseStatus:
+    """What `database_status` reports: where the database is, its server and pgvector versions, and whether its
+    schema is at the library's revision."""
+
     location: str
     server_version: str
     pgvector_version: str | None

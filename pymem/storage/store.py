@@ -10,12 +10,18 @@ import psycopg
 from .. import db, migrate, queries
 from ..config import Settings
 from ..context import Context
-from ..errors import SchemaError
+from ..embedder import configure_threads
+from ..errors import InvalidArguments, SchemaError
 from .embedding import StoreEmbedder
 from .endpoints import Endpoints, resolve
 from .memories import Memories
 
 __all__ = ["Store", "Memories", "Endpoints", "resolve"]
+
+
+#: What an open store cannot change by reload(settings): where and how it connects.
+_CONNECTION_FIELDS = ("dsn", "admin_dsn", "home", "embedding_dim", "pooler", "direct_dsn", "lock_timeout_ms",
+                      "statement_timeout_ms", "pool_wait", "max_content_bytes", "signing_key")
 
 
 class Store:
@@ -35,7 +41,8 @@ class Store:
             raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
         self.embedding_dim: int = row[0]
         #: the embedder the store's vectors come from (pymem.storage.embedding)
-        self.embedder = StoreEmbedder(recorded[0] if recorded else None, self.embedding_dim)
+        self.embedder = StoreEmbedder(recorded[0] if recorded else None, self.embedding_dim, settings.environ)
+        configure_threads(settings.embed_threads)
         #: The lock and statement timeouts of every transaction the store opens (settings).
         self.timeouts = db.Timeouts(settings.lock_timeout_ms, settings.statement_timeout_ms)
         self.pool = db.make_pool(endpoints.app, max_size=pool_size, pooler=pooler, wait=settings.pool_wait)
@@ -90,6 +97,23 @@ class Store:
             with self.pool.connection() as c:
                 self.embedder.claim(chosen, c)
         return chosen
+
+    def reload(self, settings: Settings | None = None) -> None:
+        """Build the policies in force again at their next use (the admission policy, the adapter
+        trust, the trust tiers): from the files their settings name, read again (a changed file
+        is also noticed without this: pymem.config), or from `settings`, which the store then
+        holds. New settings may change the policies, not the connection: settings that name
+        another database, pool or schema are refused (open another store for those)."""
+        if settings is None:
+            self.settings.reload()
+            return
+        if not isinstance(settings, Settings):
+            raise InvalidArguments(f"settings must be a Settings, not {type(settings).__name__}")
+        fixed = [f for f in _CONNECTION_FIELDS if getattr(settings, f) != getattr(self.settings, f)]
+        if fixed:
+            raise InvalidArguments(f"a store keeps its connection: these settings differ in {', '.join(fixed)}")
+        self.settings = settings
+        self.embedder.environ = settings.environ
 
     def admin_connection(self) -> psycopg.Connection:
         """A connection with the administrative login (DDL, cross-tenant audits, benchmarks)."""

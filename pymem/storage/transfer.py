@@ -34,6 +34,9 @@ IMPORT_CLASS = "long"  # keys live 30 days: an interrupted import can be resumed
 
 @dataclass
 class ImportReport:
+    """What `import_file` did: the records read, the batches written and those replayed (already imported, by
+    idempotency key)."""
+
     records: int = 0
     batches: int = 0
     written_batches: int = 0

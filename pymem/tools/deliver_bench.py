@@ -4,7 +4,7 @@ It builds a scratch database of its own next to the store (default `pymem_bench_
 afterwards unless asked to keep it) and one tenant in it: `sessions` sessions (the digest lists
 them), `memories` memories admitted through the write gate with the lexical embedder (`hot` of them
 tagged hot), then runs `calls` deliveries of one session's turns, each with a query that recalls,
-as `pymem.deliver` and as `pymem.deliver_with_lessons` (what the service's, HTTP's and MCP's
+as `pymem.deliver` and as `pymem.lessons.deliver_with_lessons` (what the service's, HTTP's and MCP's
 `deliver` runs), one after the other in rotating order. The store's connections go through a
 counting proxy (pymem.tools.wire), so each call's round trips and statements are read off the
 wire; checkouts are the pool's own count of connection requests, plus the connections of the

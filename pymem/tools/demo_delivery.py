@@ -14,7 +14,7 @@ from ..admission.provenance import Provenance
 from ..admission.trust import AdapterTrustPolicy
 from ..delivery.deliver import deliver
 from ..delivery.injections import session_injections
-from ..delivery.memories import erase, supersede
+from ..delivery.supersession import erase, supersede
 from ..delivery.sessions import end_session, list_sessions, start_session
 from ..delivery.tiers import TrustTiers
 from ..embedder import LexicalEmbedder

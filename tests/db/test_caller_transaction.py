@@ -13,14 +13,19 @@ import psycopg
 import pytest
 
 import pymem
-from pymem import (InvalidArguments, Provenance, Store, WriteGate, active_conventions, admit, check_conventions,
-                   deliver, deliver_with_lessons, end_session, erase, erase_session, file_lesson,
-                   file_review_correction, history, inspect_memories, inspect_memory, lessons_for_task, list_lessons,
-                   list_sessions, memory_injections, publish, recall, recall_session, refusals, replace_summary,
-                   retire_convention, session_injections, start_session, subscribe, supersede)
+from pymem import (InvalidArguments, Provenance, Store, admit, deliver, end_session, erase, recall, start_session,
+                   supersede)
+from pymem.admission import WriteGate
+from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
+from pymem.delivery import (erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections,
+                            recall_session, replace_summary, session_injections)
+from pymem.facts import publish, subscribe
+from pymem.integrity import history, refusals
+from pymem.lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
 from pymem.admission.gate import screen
 from pymem.storage.memories import Memories
 from helpers.lessons import GATE, EMBEDDER, commit_files, ctx, new_repo
+from helpers.public_api import public_names
 
 C1 = "1" * 40
 VECTOR = EMBEDDER.embed(["the deploy runs at noon"])[0]
@@ -83,8 +88,7 @@ def _public_conn_verbs() -> set[str]:
         param = inspect.signature(fn).parameters.get("conn")
         return param is not None and param.default is None
 
-    names = {n for n in pymem.__all__ if callable(getattr(pymem, n)) and not isinstance(getattr(pymem, n), type)
-             and takes(getattr(pymem, n))}
+    names = {n for _, n, value in public_names() if callable(value) and not isinstance(value, type) and takes(value)}
     names |= {f"Memories.{n}" for n, f in inspect.getmembers(Memories, inspect.isfunction)
               if not n.startswith("_") and takes(f)}
     names |= {f"WriteGate.{n}" for n, f in inspect.getmembers(WriteGate, inspect.isfunction) if takes(f)}

@@ -26,6 +26,7 @@ from pymem.integrity.verify import verify_chain
 from pymem.recall import recall
 from pymem.admission.trust import AdapterTrustPolicy
 from helpers.cli import cli_runner
+from helpers.settings import reload_with
 
 EMBEDDER = LexicalEmbedder(384)
 
@@ -153,13 +154,14 @@ def test_recall_withholds_what_the_classifier_refuses_now(acme):
     assert mark not in withheld.reason and "content" not in withheld.to_json()
 
 
-def test_the_threshold_comes_from_the_environment(acme, monkeypatch):
+def test_the_threshold_comes_from_the_store_settings(acme, monkeypatch):
     text = payload(marker())
     score = classify({"content": text}).score
-    monkeypatch.setenv("PYMEM_CLASSIFIER_THRESHOLD", f"{min(1.0, score + 0.05):.4f}")
+    reload_with(monkeypatch, acme.store, PYMEM_CLASSIFIER_THRESHOLD=f"{min(1.0, score + 0.05):.4f}")
     out = admit(acme, {"content": text}, Provenance("user_asserted"), embedder=EMBEDDER)
-    assert out["policy_fingerprint"] == AdmissionPolicy.from_env().fingerprint != AdmissionPolicy().fingerprint
-    monkeypatch.setenv("PYMEM_CLASSIFIER_THRESHOLD", f"{score - 0.05:.4f}")
+    in_force = AdmissionPolicy.from_env(acme.store.settings.environ)
+    assert out["policy_fingerprint"] == in_force.fingerprint != AdmissionPolicy().fingerprint
+    reload_with(monkeypatch, acme.store, PYMEM_CLASSIFIER_THRESHOLD=f"{score - 0.05:.4f}")
     with pytest.raises(MemoryAdmissionError) as info:
         admit(acme, {"content": text}, Provenance("user_asserted"), embedder=EMBEDDER)
     assert info.value.signature == MODEL_NAME

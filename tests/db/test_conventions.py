@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from pymem import (AccessDenied, ConventionConflict, InvalidArguments, MemoryAdmissionError, NotFound,
-                   active_conventions,
-                   check_conventions, file_review_correction, list_lessons, retire_convention)
-from pymem.integrity.receipts import ReceiptForm
+from pymem import AccessDenied, InvalidArguments, MemoryAdmissionError, NotFound
+from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
+from pymem.errors import ConventionConflict
+from pymem.lessons import list_lessons
+from pymem.integrity.receipt_audit import ReceiptForm
 from pymem.integrity.signing import load_key, verify_signature
 from helpers.lessons import GATE, commit_files, ctx, keyed_store, new_repo
 

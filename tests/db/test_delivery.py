@@ -14,10 +14,13 @@ import io
 import psycopg
 import pytest
 
-from pymem import (AdmissionPolicy, Context, EncodingCounter, InvalidArguments, MemoryAdmissionError, NotFound,
-                   Provenance, TrustTiers, UnknownSession, admit, deliver, end_session, erase, export_records,
-                   history, inspect_memories, inspect_memory, memory_injections, recall, session_injections,
-                   start_session, supersede, tier_of, verify_chain, verify_independently)
+from pymem import (AdmissionPolicy, Context, InvalidArguments, MemoryAdmissionError, NotFound, Provenance, admit,
+                   deliver, end_session, erase, recall, start_session, supersede)
+from pymem.admin import export_records
+from pymem.delivery import (ApproxTokenCounter, EncodingCounter, TrustTiers, inspect_memories, inspect_memory,
+                            memory_injections, session_injections, tier_of)
+from pymem.errors import UnknownSession
+from pymem.integrity import history, verify_chain, verify_independently
 from helpers.delivery import DEFAULTS, EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
 
 CURRENCY = "Which currency does Initech want its invoices in?"
@@ -224,7 +227,7 @@ def test_a_delivery_never_exceeds_its_budget_and_says_when_it_truncated(acme, da
     budget = 600
     delivered = deliver(acme, "s-1", "Initech invoice rule", budget=budget, top_k=10, floor=-1.0, counter=counter,
                         **DEFAULTS)
-    used = counter or __import__("pymem").ApproxTokenCounter()
+    used = counter or ApproxTokenCounter()
     assert delivered.tokens == used.count(delivered.text) <= budget
     assert delivered.truncated > 0 and f"[truncated: {delivered.truncated} of 12 entries left out" in delivered.text
     assert len(delivered.items) + delivered.truncated == 12
@@ -322,7 +325,7 @@ def test_sessions_of_untrusted_adapters_stay_out_of_the_digest(store):
     start_session(agent, "agent-run", "a2a", first_message="Summarise the backlog")
     start_session(operator, "chat", "chat")
     assert deliver(operator, "chat", None, **DEFAULTS).digest == []
-    from pymem import AdapterTrustPolicy
+    from pymem.admission import AdapterTrustPolicy
     trusting = {**DEFAULTS, "trust": AdapterTrustPolicy(trusted_adapters={"codex"})}
     assert [d.session_id for d in deliver(operator, "chat", None, **trusting).digest] == ["agent-run"]
 

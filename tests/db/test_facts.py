@@ -8,7 +8,9 @@ import hashlib
 
 import pytest
 
-from pymem import AccessDenied, Context, InvalidArguments, follow, publish, subscribe, verify_chain
+from pymem import AccessDenied, Context, InvalidArguments
+from pymem.facts import follow, publish, subscribe
+from pymem.integrity import verify_chain
 from pymem.db import connect
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 

@@ -18,7 +18,9 @@ from psycopg import errors as pgerr
 
 from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
 from helpers.lessons import GATE, ctx, lesson
-from pymem import LockTimeout, active_conventions, file_review_correction, list_lessons
+from pymem.conventions import active_conventions, file_review_correction
+from pymem.errors import LockTimeout
+from pymem.lessons import list_lessons
 from pymem.vocabulary import LESSON_TYPES, canonical_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,12 +23,13 @@ from pymem.context import Context
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
-from pymem.recall import WriteGate
+from pymem.admission import WriteGate
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Origin, Provenance
 from pymem.integrity.verify import verify_chain
 from pymem.delivery.sessions import start_session
 from helpers.provenance import prov
+from helpers.settings import reload_with
 
 DIM = 384
 POLICY = AdmissionPolicy()
@@ -153,13 +154,13 @@ def test_a_bound_login_is_tagged_whatever_it_claims(database, store):
     assert agent.get_row(out["id"])["source_adapter"] == "codex"
 
 
-def test_policy_defaults_to_the_environment_read_at_each_call(acme, monkeypatch):
-    monkeypatch.setenv("PYMEM_INFERRED_CEILING", "0.3")
+def test_policy_defaults_to_the_store_settings_in_force_at_each_call(acme, monkeypatch):
+    reload_with(monkeypatch, acme.store, PYMEM_INFERRED_CEILING="0.3")
     out = admit(acme, {"content": "Erin might like golf", "confidence": 0.9}, Provenance("model_inferred"),
                 embedder=EMBEDDER)
     assert out["confidence"] == 0.3
     assert out["policy_fingerprint"] == AdmissionPolicy().with_rules(model_inferred=0.3).fingerprint
-    monkeypatch.setenv("PYMEM_DENY_ORIGINS", "model_inferred")
+    reload_with(monkeypatch, acme.store, PYMEM_DENY_ORIGINS="model_inferred")
     with pytest.raises(MemoryAdmissionError, match="not persisted"):
         admit(acme, "Erin might like chess", Provenance("model_inferred"), embedder=EMBEDDER)
 

@@ -15,7 +15,8 @@ import pytest
 from helpers.database import AGENT_LOGIN, DIM, bind_login, login_dsn
 from psycopg.types.json import Jsonb
 
-from pymem import Context, EmbedderMismatch, LexicalEmbedder, Provenance, admit
+from pymem import Context, EmbedderMismatch, Provenance, admit
+from pymem.embedder import LexicalEmbedder
 
 QUERY = [1.0] + [0.0] * (DIM - 1)
 TEXT = "zebra lighthouse"
@@ -143,7 +144,7 @@ def test_the_store_refuses_a_second_embedder_and_writes_nothing(database):
         class Other(LexicalEmbedder):
             name = "some-other-model"
 
-        with pytest.raises(EmbedderMismatch, match="lexical-hash-v1.*some-other-model.*pymem reembed"):
+        with pytest.raises(EmbedderMismatch, match=r"lexical-hash-v1.*some-other-model.*pymem\.reembed"):
             admit(acme, "Bob likes coffee", prov, embedder=Other(DIM))
         from pymem import recall
         with pytest.raises(EmbedderMismatch):

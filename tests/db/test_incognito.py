@@ -9,8 +9,11 @@ import psycopg
 import pytest
 from psycopg import errors as pgerr
 
-from pymem import (Context, IncognitoSession, NotFound, deliver, end_session, export_records, inspect_memories,
-                   list_sessions, recall, recall_session, refusals, replace_summary, start_session)
+from pymem import Context, NotFound, deliver, end_session, recall, start_session
+from pymem.admin import export_records
+from pymem.delivery import inspect_memories, list_sessions, recall_session, replace_summary
+from pymem.errors import IncognitoSession
+from pymem.integrity import refusals
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from helpers.delivery import DEFAULTS, EMBEDDER, remember
 

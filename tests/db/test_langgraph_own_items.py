@@ -16,7 +16,8 @@ from psycopg.types.json import Jsonb
 
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from helpers.graph_store import index, text_vector
-from pymem import AdapterTrustPolicy, AdmissionPolicy, Context, Provenance, admit
+from pymem import AdmissionPolicy, Context, Provenance, admit
+from pymem.admission import AdapterTrustPolicy
 from pymem.langgraph import PymemStore
 from pymem.langgraph.namespaces import item_id, namespace_scope
 
@@ -157,7 +158,8 @@ def test_many_foreign_rows_crowding_a_ranked_search_do_not_starve_it(store, data
 
 
 def test_a_bad_trust_policy_is_refused_and_writes_nothing(store, database):
-    from pymem import InvalidArguments, lessons_for_task
+    from pymem import InvalidArguments
+    from pymem.lessons import lessons_for_task
 
     mem = store.bind(Context(tenant="acme", actor="graph"))
     with database.admin() as conn:

@@ -10,7 +10,8 @@ import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from helpers.graph_store import DIM, index
-from pymem import AdmissionPolicy, Context, history, refusals
+from pymem import AdmissionPolicy, Context
+from pymem.integrity import history, refusals
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.langgraph import PymemStore
 from pymem.langgraph.namespaces import item_id, namespace_scope, prefix_scope
@@ -296,7 +297,7 @@ def test_the_index_must_fit_the_store(mem):
 
 
 def test_a_pymem_embedder_can_embed(mem):
-    from pymem import LexicalEmbedder
+    from pymem.embedder import LexicalEmbedder
 
     lg = PymemStore(mem, index={"dims": DIM, "embed": LexicalEmbedder(DIM), "fields": ["text"]})
     lg.put(("u",), "tea", {"text": "prefers green tea"})

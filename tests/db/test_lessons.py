@@ -8,8 +8,10 @@ import threading
 
 import pytest
 
-from pymem import (LESSON_HALF_LIVES, LESSON_TYPES, Context, InvalidArguments, MemoryAdmissionError, list_lessons,
-                   refusals, verify_chain)
+from pymem import Context, InvalidArguments, MemoryAdmissionError
+from pymem.integrity import refusals, verify_chain
+from pymem.lessons import list_lessons
+from pymem.vocabulary import LESSON_HALF_LIVES, LESSON_TYPES
 from pymem.db import connect
 from helpers.lessons import ctx, lesson
 

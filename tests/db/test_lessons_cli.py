@@ -9,7 +9,11 @@ import time
 
 import pytest
 
-from pymem import Context, active_conventions, list_lessons, memory_injections, publish, session_injections, subscribe
+from pymem import Context
+from pymem.conventions import active_conventions
+from pymem.delivery import memory_injections, session_injections
+from pymem.facts import publish, subscribe
+from pymem.lessons import list_lessons
 from helpers.cli import cli_runner
 from helpers.lessons import commit_files, new_repo
 

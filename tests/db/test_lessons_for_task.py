@@ -9,10 +9,13 @@ import re
 
 import pytest
 
-from pymem import (AdapterTrustPolicy, InvalidArguments, LessonCache, deliver, lessons_for_task, list_lessons,
-                   memory_injections, session_injections, start_session)
+from pymem import InvalidArguments, deliver, start_session
+from pymem.admission import AdapterTrustPolicy
+from pymem.delivery import memory_injections, session_injections
+from pymem.lessons import LessonCache, lessons_for_task, list_lessons
 from helpers.delivery import DEFAULTS
 from helpers.lessons import POLICY, TRUST, ctx, lesson
+from helpers.settings import reload_with
 
 KW = dict(policy=POLICY, trust=TRUST, cache=None)
 
@@ -87,11 +90,11 @@ def test_staleness_caveat_after_a_day(acme):
 
 def test_excluded_roles_get_nothing(acme, monkeypatch):
     lesson(acme, "Use the staging queue for load tests", ["queue"])
-    monkeypatch.delenv("PYMEM_LESSONS_EXCLUDED_ROLES", raising=False)
+    reload_with(monkeypatch, acme.store, PYMEM_LESSONS_EXCLUDED_ROLES=None)
     assert lessons_for_task(acme, ["queue"], role="Manager", **KW).excluded_role
     assert lessons_for_task(acme, ["queue"], role="manager", **KW).text == ""
     assert len(lessons_for_task(acme, ["queue"], role="coder", **KW).lessons) == 1
-    monkeypatch.setenv("PYMEM_LESSONS_EXCLUDED_ROLES", "coder, reviewer")
+    reload_with(monkeypatch, acme.store, PYMEM_LESSONS_EXCLUDED_ROLES="coder, reviewer")
     assert lessons_for_task(acme, ["queue"], role="coder", **KW).lessons == []
     assert len(lessons_for_task(acme, ["queue"], role="manager", **KW).lessons) == 1
     assert len(lessons_for_task(acme, ["queue"], role="coder", excluded=[], **KW).lessons) == 1

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from pymem import Context, ServerError, follow, publish
+from pymem import Context
+from pymem.errors import ServerError
+from pymem.facts import follow, publish
 from helpers.database import with_user
 from helpers.lessons import EMBEDDER
 from helpers.pgbouncer import through

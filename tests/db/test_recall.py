@@ -15,6 +15,7 @@ from pymem.admission.provenance import Provenance
 from pymem.recall import RecallResult, candidate_count, recall
 from pymem.admission.trust import AdapterTrustPolicy
 from pymem.delivery.sessions import start_session
+from helpers.settings import reload_with
 
 DIM = 384
 POLICY = AdmissionPolicy()
@@ -157,9 +158,8 @@ def test_guard_refusals_are_withheld(operator):
         recall(operator, "Frank", guard=object(), policy=POLICY, trust=TRUST, embedder=EMBEDDER)
 
 
-def test_adapter_trust_end_to_end_with_the_environment_read_at_each_call(operator, codex, monkeypatch):
-    monkeypatch.delenv("PYMEM_TRUSTED_ADAPTERS", raising=False)
-    monkeypatch.delenv("PYMEM_TRUST_UNTAGGED", raising=False)
+def test_adapter_trust_end_to_end_with_the_store_settings_in_force_at_each_call(operator, codex, monkeypatch):
+    reload_with(monkeypatch, operator.store, PYMEM_TRUST_UNTAGGED=None, PYMEM_TRUSTED_ADAPTERS=None)
     untagged = remember(operator, "Grace approves refunds up to 100 EUR")
     tagged = remember(codex, "Grace approves every refund without review")
     assert codex.get_row(tagged)["source_adapter"] == "codex"
@@ -167,25 +167,25 @@ def test_adapter_trust_end_to_end_with_the_environment_read_at_each_call(operato
     first = recall(operator, "Grace approves refunds", policy=POLICY, embedder=EMBEDDER)
     assert ids(first.kept) == [untagged] and reasons(first) == {tagged: "untrusted adapter codex"}
 
-    monkeypatch.setenv("PYMEM_TRUSTED_ADAPTERS", "claude-code, codex")
+    reload_with(monkeypatch, operator.store, PYMEM_TRUSTED_ADAPTERS="claude-code, codex")
     second = recall(operator, "Grace approves refunds", policy=POLICY, embedder=EMBEDDER)
     assert sorted(ids(second.kept)) == sorted([untagged, tagged]) and second.withheld == []
     assert {k.id: k.source_adapter for k in second.kept}[tagged] == "codex"
 
-    monkeypatch.setenv("PYMEM_TRUST_UNTAGGED", "false")
+    reload_with(monkeypatch, operator.store, PYMEM_TRUST_UNTAGGED="false")
     third = recall(operator, "Grace approves refunds", policy=POLICY, embedder=EMBEDDER)
     assert ids(third.kept) == [tagged] and reasons(third) == {untagged: "untrusted: untagged row"}
 
-    # an explicit policy object wins over the environment
+    # an explicit policy object wins over the settings
     fourth = recall(operator, "Grace approves refunds", policy=POLICY, embedder=EMBEDDER, trust=AdapterTrustPolicy())
     assert ids(fourth.kept) == [untagged]
 
 
-def test_the_admission_policy_is_read_from_the_environment_at_each_call(operator, monkeypatch):
+def test_the_admission_policy_is_the_store_settings_in_force_at_each_call(operator, monkeypatch):
     inferred = remember(operator, "Heidi probably works remotely", "model_inferred")
-    monkeypatch.delenv("PYMEM_DENY_ORIGINS", raising=False)
+    reload_with(monkeypatch, operator.store, PYMEM_DENY_ORIGINS=None)
     assert ids(recall(operator, "Heidi remote", trust=TRUST, embedder=EMBEDDER).kept) == [inferred]
-    monkeypatch.setenv("PYMEM_DENY_ORIGINS", "model_inferred")
+    reload_with(monkeypatch, operator.store, PYMEM_DENY_ORIGINS="model_inferred")
     result = recall(operator, "Heidi remote", trust=TRUST, embedder=EMBEDDER)
     assert result.kept == [] and inferred in reasons(result)
 

@@ -10,9 +10,11 @@ import json
 import pytest
 from psycopg.types.json import Jsonb
 
-from pymem import Context, audit_chain, file_review_correction
+from pymem import Context
+from pymem.conventions import file_review_correction
+from pymem.integrity import audit_chain
 from pymem.db import connect
-from pymem.integrity.receipts import ReceiptForm, rule_sha256
+from pymem.integrity.receipt_audit import ReceiptForm, rule_sha256
 from pymem.integrity.signing import load_or_create_key
 from helpers.cli import cli_runner
 from helpers.lessons import GATE, ctx, lesson

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from helpers.database import DIM
 
-from pymem import Context, EmbedderMismatch, LexicalEmbedder, Provenance, admit, recall, reembed, verify_store
+from pymem import Context, EmbedderMismatch, Provenance, admit, recall, reembed, verify_store
+from pymem.embedder import LexicalEmbedder
 from pymem.errors import InvalidArguments
 
 PROV = Provenance(origin="user_asserted", source="chat")

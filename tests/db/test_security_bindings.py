@@ -16,8 +16,8 @@ from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
 from helpers.database import AGENT_LOGIN, APP_LOGIN, PASSWORD, bind_login, login_dsn
-from pymem import bind_login as lib_bind_login
-from pymem import list_bindings, unbind_login
+from pymem.admin import bind_login as lib_bind_login
+from pymem.admin import list_bindings, unbind_login
 from pymem.context import Context
 from pymem.errors import AccessDenied, InvalidArguments, NotFound
 

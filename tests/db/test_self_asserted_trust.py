@@ -21,8 +21,12 @@ from psycopg.types.json import Jsonb
 from helpers.cli import cli_runner
 from helpers.database import AGENT_LOGIN, APP_LOGIN, bind_login, login_dsn
 from helpers.lessons import EMBEDDER, GATE, POLICY, ctx
-from pymem import (AccessDenied, AdapterTrustPolicy, Context, TrustTiers, Provenance, Tier, active_conventions, admit, deliver, file_lesson,
-                   file_review_correction, import_file, start_session, tier_of)
+from pymem import AccessDenied, Context, Provenance, admit, deliver, start_session
+from pymem.admin import import_file
+from pymem.admission import AdapterTrustPolicy
+from pymem.conventions import active_conventions, file_review_correction
+from pymem.delivery import TrustTiers, Tier, tier_of
+from pymem.lessons import file_lesson
 from pymem.integrity.signing import load_or_create_key
 from pymem.langgraph import PymemStore
 

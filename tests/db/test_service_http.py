@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from pymem import IdempotencyConflict, InvalidArguments, MemoryAdmissionError, RevisionMismatch
+from pymem import InvalidArguments, MemoryAdmissionError
+from pymem.errors import IdempotencyConflict, RevisionMismatch
 from pymem.client import Client
 from pymem.errors import Unauthenticated
 from pymem.server.app import build_app
@@ -346,7 +347,8 @@ def test_a_pool_that_cannot_hand_out_connections_is_503(app, url, store):
 
 
 def test_the_delivery_verbs_over_http(url):
-    from pymem import NotFound, UnknownSession
+    from pymem import NotFound
+    from pymem.errors import UnknownSession
 
     with Client(url, token(tenant="acme", actor="agent-1")) as mem:
         with pytest.raises(UnknownSession):

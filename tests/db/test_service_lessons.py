@@ -10,9 +10,12 @@ from typing import Any
 
 import pytest
 
-from pymem import (Context, ConventionConflict, MemoryAdmissionError, NotFound, active_conventions,
-                   deliver_with_lessons, file_lesson, file_review_correction, lessons_for_task, list_lessons, publish,
-                   retire_convention, session_injections, start_session, subscribe)
+from pymem import Context, MemoryAdmissionError, NotFound, start_session
+from pymem.conventions import active_conventions, file_review_correction, retire_convention
+from pymem.delivery import session_injections
+from pymem.errors import ConventionConflict
+from pymem.facts import publish, subscribe
+from pymem.lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
 from pymem.client import Client
 from pymem.conventions.rules import ruleset_hash
 from pymem.server.app import build_app

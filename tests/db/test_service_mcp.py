@@ -18,6 +18,7 @@ from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
 from helpers.database import DIM
 from helpers.service import KEY, request, running, token
+from helpers.settings import reload_with
 
 EXPECTED_TOOLS = set(TOOLS) | set(ALIASES)
 
@@ -74,8 +75,9 @@ def _check_remember_and_recall(out: dict[str, Any]) -> None:
     assert out["added"].structured_content["confidence"] <= 0.6
 
 
-def test_mcp_over_streamable_http_lists_tools_and_remembers_and_recalls(url, database, monkeypatch):
-    monkeypatch.setenv("PYMEM_TRUSTED_ADAPTERS", "claude-code")  # recall believes rows tagged by trusted agents only
+def test_mcp_over_streamable_http_lists_tools_and_remembers_and_recalls(url, store, database, monkeypatch):
+    # recall believes rows tagged by trusted agents only
+    reload_with(monkeypatch, store, PYMEM_TRUSTED_ADAPTERS="claude-code")
     out = over_http(url, token(tenant="acme", actor="agent-1", adapter="claude-code"), remember_and_recall)
     _check_remember_and_recall(out)
     with database.admin() as conn:

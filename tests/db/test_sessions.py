@@ -7,9 +7,10 @@ import psycopg
 import pytest
 from psycopg import errors as pgerr
 
-from pymem import (Context, InvalidArguments, MemoryAdmissionError, NotFound, UnknownSession, end_session,
-                   erase_session, list_sessions, recall_session, refusals, replace_summary, start_session,
-                   verify_chain)
+from pymem import Context, InvalidArguments, MemoryAdmissionError, NotFound, end_session, start_session
+from pymem.delivery import erase_session, list_sessions, recall_session, replace_summary
+from pymem.errors import UnknownSession
+from pymem.integrity import refusals, verify_chain
 from helpers.delivery import remember
 
 
@@ -136,7 +137,7 @@ def test_an_untrusted_adapters_summary_is_withheld_on_recall(store):
     end_session(agent, "a2a-1", summary="Talked to the scheduling agent about Tuesday deploys.")
     found = recall_session(operator, "a2a-1")
     assert found.summary is None and found.withheld == "untrusted adapter codex"
-    from pymem import AdapterTrustPolicy
+    from pymem.admission import AdapterTrustPolicy
     assert recall_session(operator, "a2a-1", trust=AdapterTrustPolicy(trusted_adapters={"codex"})).summary
 
 

@@ -20,7 +20,7 @@ from pymem.integrity.audit import HistoryEvent, Refusal
 from pymem.integrity.verify import TenantVerification
 from pymem.storage.rows import CONTEXT_COLUMNS, WRITE_COLUMNS, MemoryRow
 from pymem.storage.search import SearchHit
-from pymem.storage.sessions import SessionRow
+from pymem.storage.session_rows import SessionRow
 from pymem.delivery.injections import Injection, MemoryInjection
 
 
@@ -165,7 +165,7 @@ def test_the_ledger_records_exactly_the_python_event_names(database, tmp_path, s
 
 
 def _every_event(store) -> None:
-    from pymem import file_review_correction, retire_convention
+    from pymem.conventions import file_review_correction, retire_convention
     from helpers.lessons import GATE
 
     mem = store.bind(Context(tenant="acme"))
@@ -273,7 +273,7 @@ def test_audit_values_are_the_views(admin):
 
 
 def test_convention_is_the_view(admin):
-    from pymem import Convention
+    from pymem.conventions import Convention
 
     assert fields(Convention) == attributes(admin, "pymem.conventions")
 

@@ -15,7 +15,9 @@ from psycopg.types.json import Jsonb
 
 from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
 from helpers.service import KEY
-from pymem import Context, follow, publish, verify_chain
+from pymem import Context
+from pymem.facts import follow, publish
+from pymem.integrity import verify_chain
 from pymem.errors import Unauthenticated
 from pymem.db import connect
 from pymem.service.auth import TokenVerifier, context_from_claims

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from pymem import AdapterTrustPolicy, AdmissionPolicy, LexicalEmbedder, Provenance, admit
+from pymem import AdmissionPolicy, Provenance, admit
+from pymem.admission import AdapterTrustPolicy
+from pymem.embedder import LexicalEmbedder
 
 from .database import DIM
 

@@ -7,7 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from pymem import AdapterTrustPolicy, AdmissionPolicy, Context, LexicalEmbedder, file_lesson
+from pymem import AdmissionPolicy, Context
+from pymem.admission import AdapterTrustPolicy
+from pymem.embedder import LexicalEmbedder
+from pymem.lessons import file_lesson
 
 from .database import DIM
 

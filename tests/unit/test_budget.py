@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from pymem import ApproxTokenCounter, InvalidArguments
+from pymem import InvalidArguments
+from pymem.delivery import ApproxTokenCounter
 from pymem.delivery.budget import fit
 from pymem.delivery.envelope import DeliveredItem, DigestEntry, render
 

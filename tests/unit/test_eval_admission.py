@@ -1,4 +1,4 @@
-"""`pymem eval admission` and `pymem.evaluate_admission`: the committed leave-one-source-out result,
+"""`pymem eval admission` and `pymem.admission.evaluate_admission`: the committed leave-one-source-out result,
 what happens when it cannot be recomputed, and (slow) recomputing one held-out source.
 
 No database.
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pymem import AdmissionEvaluation, InvalidArguments, evaluate_admission
+from pymem import InvalidArguments
+from pymem.admission import AdmissionEvaluation, evaluate_admission
 from pymem.admission import evaluation
 from pymem.admission.model import default_model, weights_sha256
 from pymem.cli import main

@@ -42,6 +42,7 @@ PLANTED = [
     ("pymem/service/verbs.py", "from ..mcp import server", "Layers"),
     ("pymem/mcp/server.py", "from .. import client", "Layers"),
     ("pymem/cli/service_commands.py", "from ..server import app", "The CLI imports only the public surface"),
+    ("pymem/service/verbs.py", "from .. import admin", "Layers"),
 ]
 
 

@@ -6,7 +6,9 @@ import datetime as dt
 
 import pytest
 
-from pymem import ApproxTokenCounter, DeliveredLesson, InvalidArguments, LessonCache, LessonsForTask
+from pymem import InvalidArguments
+from pymem.delivery import ApproxTokenCounter, DeliveredLesson
+from pymem.lessons import LessonCache, LessonsForTask
 from pymem.delivery.budget import fit
 from pymem.delivery.envelope import render
 

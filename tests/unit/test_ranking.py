@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from pymem import DEFAULT_FLOOR, InvalidArguments
+from pymem import InvalidArguments
+from pymem.delivery import DEFAULT_FLOOR
 from pymem.delivery.ranking import RECENCY_HALF_LIFE_DAYS, RECENCY_WEIGHT, rank_score, recency, similarity_floor
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)

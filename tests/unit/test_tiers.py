@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from pymem import InvalidArguments, Tier, TierRule, TrustTiers, tier_of
+from pymem import InvalidArguments
+from pymem.delivery import Tier, TierRule, TrustTiers, tier_of
 
 
 @pytest.mark.parametrize("origin,provenance,tier", [

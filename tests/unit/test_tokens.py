@@ -18,7 +18,7 @@ from pathlib import Path
 import bpe_openai
 import pytest
 
-from pymem import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter
+from pymem.delivery import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter
 from pymem.delivery.envelope import DeliveredItem, DigestEntry, render
 
 from helpers.poisoning_corpus import BENIGN, PAYLOADS

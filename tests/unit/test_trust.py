@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pymem.errors import InvalidArguments
+from pymem import Settings
 from pymem.admission.trust import AdapterTrustPolicy, active_trust_policy
 
 
@@ -61,23 +62,25 @@ def test_trust_untagged_typo_is_an_error():
         AdapterTrustPolicy.from_env({"PYMEM_TRUST_UNTAGGED": "nope"})
 
 
-def test_environment_is_read_at_each_call(monkeypatch):
+def test_the_trust_in_force_is_the_settings_not_the_environment_now(monkeypatch):
     monkeypatch.delenv("PYMEM_TRUSTED_ADAPTERS", raising=False)
     monkeypatch.delenv("PYMEM_TRUST_UNTAGGED", raising=False)
-    first = active_trust_policy()
+    settings = Settings.from_env()
+    first = active_trust_policy(settings)
     assert first.is_trusted(None) and not first.is_trusted("agent-a")
 
     monkeypatch.setenv("PYMEM_TRUSTED_ADAPTERS", "agent-a")
     monkeypatch.setenv("PYMEM_TRUST_UNTAGGED", "false")
-    second = active_trust_policy()
+    assert active_trust_policy(settings) is first, "the environment is read when settings are built, not per call"
+    second = active_trust_policy(Settings.from_env())
     assert second.is_trusted("agent-a") and not second.is_trusted(None)
     # The first policy object is a value: it did not change under our feet.
     assert first.is_trusted(None) and not first.is_trusted("agent-a")
 
     monkeypatch.setenv("PYMEM_TRUSTED_ADAPTERS", "agent-b")
-    third = active_trust_policy()
+    third = active_trust_policy(Settings.from_env())
     assert third.is_trusted("agent-b") and not third.is_trusted("agent-a")
 
 
-def test_active_trust_policy_accepts_an_explicit_environment():
-    assert active_trust_policy({"PYMEM_TRUSTED_ADAPTERS": "x"}).is_trusted("x")
+def test_active_trust_policy_reads_the_settings_values():
+    assert active_trust_policy(Settings.from_env({"PYMEM_TRUSTED_ADAPTERS": "x"})).is_trusted("x")

@@ -162,7 +162,7 @@ def _findings(trusted: str | None, registered: str | None, receipts: list[dict],
                                     f"installation's key ({_short(trusted)}): it was replaced in the database"))
     if receipts and trusted is None:
         found.append(ReceiptFinding("no trusted key to check receipt signatures against: no installation key file "
-                                    "(PYMEM_SIGNING_KEY) and no --public-key given"))
+                                    "(PYMEM_SIGNING_KEY) and no public key given"))
     anchors: dict[tuple, list[dict]] = {}
     ends: dict[tuple, list[dict]] = {}
     for event in events:

@@ -6,6 +6,9 @@ role's exclusion and the cache included), among those the session receives (file
 or an ancestor's), rendered in the delivery's own envelope, and named in
 the turn's injection record (`lesson_ids`). A role that receives no lessons gets a block without
 a lessons section; tags that match nothing give the section, empty. Without tags it is `deliver`.
+
+It lives here, above pymem.delivery, because picking lessons uses delivery's envelope, budget and
+token counter: delivery itself cannot import lessons without a cycle between the two packages.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import psycopg
 
-from ..admission.policy import AdmissionPolicy
+from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
+from ..errors import InvalidArguments
 from ..delivery.deliver import Delivery, deliver
 from ..delivery.tokens import TokenCounter, default_counter
-from ..errors import InvalidArguments
 from .selection import DEFAULT_CACHE, DEFAULT_LIMIT, LessonCache, lessons_for_task
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,8 +47,8 @@ def deliver_with_lessons(memories: "Memories", session_id: str, query: str | Non
             raise InvalidArguments("a role goes with lesson tags: name the task's tags too")
         return deliver(memories, session_id, query, policy=policy, trust=trust, guard=guard, counter=counter,
                        now=now, conn=conn, **options)
-    policy = policy if policy is not None else AdmissionPolicy.from_env()
-    trust = trust if trust is not None else active_trust_policy()
+    policy = policy if policy is not None else admission_policy_in_force(memories.store.settings)
+    trust = trust if trust is not None else active_trust_policy(memories.store.settings)
     counter = counter if counter is not None else default_counter()
     with memories.store.connection(conn) as c:  # one checkout for both steps
         found = lessons_for_task(memories, lesson_tags, role=role, limit=lesson_limit, policy=policy, trust=trust,
