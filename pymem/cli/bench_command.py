@@ -24,7 +24,7 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @click.option("--keep", is_flag=True, help="Keep the scratch database afterwards.")
 @click.option("--langgraph", "langgraph", is_flag=True,
               help="Instead: PymemStore against LangGraph's PostgresStore on the same items, in namespaces "
-                   "holding 0.1 %, 1 %, 10 % and 50 % of them (needs pip install 'pymem[test]').")
+                   "holding 0.1 %, 1 %, 10 % and 50 % of them (needs pip install 'pymem-pg[test]').")
 @click.option("--admission", is_flag=True,
               help="Instead: the write gate's content check per note, signatures only vs with the classifier "
                    "(offline, no database).")

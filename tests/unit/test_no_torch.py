@@ -1,5 +1,5 @@
 """The default install is light: no torch (nor sentence-transformers, transformers or onnxruntime)
-in what `pip install pymem` or the test extra pulls in, nor in what the default paths import."""
+in what `pip install pymem-pg` or the test extra pulls in, nor in what the default paths import."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _closure(requirements: list[str]) -> tuple[set[str], set[str]]:
         if not m:
             continue
         name, extras = _norm(m.group(1)), m.group(2)
-        if name == "pymem":  # pymem[server] inside the test extra
+        if name == _norm(project["name"]):  # pymem-pg[server] inside the test extra
             for extra in (extras or "[]").strip("[]").split(","):
                 if extra.strip():
                     todo += project["optional-dependencies"][extra.strip()]
