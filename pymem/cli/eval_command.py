@@ -42,25 +42,21 @@ def format_evaluation(ev: AdmissionEvaluation) -> str:
 
 
 @eval_group.command("admission")
-@click.option("--committed", is_flag=True, help="Print the committed result; do not recompute.")
-@click.option("--only", "sources", multiple=True, metavar="SOURCE",
-              help="Hold out only this source (repeatable; recomputes, a quick look).")
 @json_option
 @handle_errors
-def eval_admission(committed: bool, sources: tuple[str, ...], as_json: bool) -> None:
+def eval_admission(as_json: bool) -> None:
     """Print the leave-one-source-out table of the write gate's content check.
 
     For each source of the classifier's training data held out in turn (trained and calibrated
     on the others): how many of its payloads the gate refuses (signatures or classifier; the
     signatures alone beside it), how many of its benign notes it falsely refuses, and the benign
-    rate overall. Offline. Recomputes (minutes; progress on standard error) when the training
-    code, the train extra and the cached source data are here, and otherwise prints the
-    committed result and says why.
+    rate overall. Prints the committed result shipped with the classifier's weights; offline,
+    instant. Recomputing it is a training command, from a source checkout with the train extra:
+    python -m training.evaluate_loso.
 
-    Example: pymem eval admission --committed
+    Example: pymem eval admission --json
     """
-    ev = evaluate_admission(recompute=False if committed else None, sources=list(sources) or None,
-                            progress=lambda line: stderr(f"eval: {line}"))
+    ev = evaluate_admission()
     if as_json:
         echo_json(ev.to_json())
     else:

@@ -90,11 +90,7 @@ def training_corpora() -> Iterator[str] | None:
         import faker  # noqa: F401
     except ImportError:
         return None
-    sys.path.insert(0, str(ROOT / "training"))
-    try:
-        import datasets
-    finally:
-        sys.path.pop(0)
+    from training import datasets
 
     def texts() -> Iterator[str]:
         for build in (datasets.own_framings, datasets.host_documents, datasets.everyday_notes, datasets.python_docs):
