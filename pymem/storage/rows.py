@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 import psycopg
+from psycopg import errors as pgerr
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -216,9 +217,27 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
     with conn.cursor() as cur:
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             batch = rows[start:start + ROWS_PER_STATEMENT]
-            cur.execute(queries.repeated(name, len(batch)), [v for row in batch for v in row.params(ctx)])
+            try:
+                cur.execute(queries.repeated(name, len(batch)), [v for row in batch for v in row.params(ctx)])
+            except pgerr.UniqueViolation as exc:
+                # Only a plain insert can collide (the upserts replace): the caller named an id that
+                # exists. The statement failed whole, so nothing of the batch was written.
+                raise InvalidArguments(_existing_id_message(exc, ctx, batch)) from None
             revisions.update(cur.fetchall())
     return revisions
+
+
+def _existing_id_message(exc: psycopg.Error, ctx: Context, batch: Sequence[MemoryRow]) -> str:
+    """Which id already exists: the batch's only one, or the one the database names (it names
+    none under row-level security), else the batch's ids."""
+    if len(batch) == 1:
+        return f"a memory with id {batch[0].id[:100]!r} already exists"
+    detail = getattr(exc.diag, "message_detail", None) or ""
+    prefix = f"Key (tenant_id, id)=({ctx.tenant}, "
+    if detail.startswith(prefix) and detail.endswith(") already exists."):
+        return f"a memory with id {detail[len(prefix):-len(') already exists.')][:100]!r} already exists"
+    named = ", ".join(repr(r.id[:100]) for r in batch[:10]) + (", ..." if len(batch) > 10 else "")
+    return f"a memory with one of these {len(batch)} ids already exists: {named}"
 
 
 def _stageable(row: MemoryRow) -> bool:
