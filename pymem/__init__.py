@@ -52,6 +52,7 @@ from .errors import (
     StatementTimeout,
     TenantBusy,
     TransactionConflict,
+    Unauthenticated,
     UnknownSession,
 )
 from .facts import Fact, FactStream, follow, publish, subscribe
@@ -81,7 +82,7 @@ __all__ = [
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
     "IncognitoSession", "EmbedderMismatch", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout", "TransactionConflict",
-    "PoolExhausted", "TenantBusy",
+    "PoolExhausted", "TenantBusy", "Unauthenticated",
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",
     "recall", "RecallResult", "RecalledMemory", "WithheldMemory",

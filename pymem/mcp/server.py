@@ -132,7 +132,8 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         except passing:
             raise
         except MemoryAdmissionError as exc:
-            sig = f" [signature {exc.signature}]" if exc.signature else ""
+            score = f", score {exc.score:.3f}" if exc.score is not None else ""
+            sig = f" [signature {exc.signature}{score}]" if exc.signature else ""
             audit = f"; audit seq {exc.audit_seq}" if exc.audit_seq is not None else ""
             raise ToolError(f"refused by the write gate: {exc.reason}{sig}{audit}") from None
         except PymemError as exc:
