@@ -64,7 +64,13 @@ def build_context(tenant: str | None, actor: str | None, adapter: str | None,
         raise click.UsageError(str(exc)) from exc
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+#: The output contract of --json, the same for every command: one JSON document (an object, or an
+#: array for a list), except the commands that stream, which print JSON Lines (one document per line,
+#: each as it comes) and say so in their --help. tests/unit/test_cli_json.py walks every command.
+JSON_DOCUMENT_HELP = "Print one JSON document (for machines)."
+JSON_LINES_HELP = "Print JSON Lines: one JSON document per line, each as it comes (for machines)."
+json_option = click.option("--json", "as_json", is_flag=True, help=JSON_DOCUMENT_HELP)
+json_lines_option = click.option("--json", "as_json", is_flag=True, help=JSON_LINES_HELP)
 
 
 def open_store():
