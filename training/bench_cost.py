@@ -3,7 +3,7 @@ training data's own notes; writes training/COST.md.
 
     python -m training.bench_cost          # writes training/COST.md
 
-The measurement is `pymem bench --admission`'s (pymem.tools.admission_bench.measure), run here on
+The measurement is `pymem bench --admission`'s (benchmarks.admission_bench.measure), run here on
 the notes of every source between 50 and 2,000 characters (benign and payload notes apart, 100 of
 each per length band) instead of the benchmark's generated ones. Benign notes are the costly
 case: a note the signatures refuse never reaches the classifier.
@@ -16,7 +16,7 @@ import platform
 import random
 from pathlib import Path
 
-from pymem.tools.admission_bench import BANDS, GOAL, measure
+from benchmarks.admission_bench import BANDS, GOAL, measure
 
 from . import datasets
 

@@ -74,13 +74,13 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     the wire by a counting proxy) and latency p50/p95.
 
     With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
-    configured store and loaded from other processes (pymem.tools.load_bench); the quiet tenant's
+    configured store and loaded from other processes (benchmarks.load_bench); the quiet tenant's
     p50 is reported beside its idle value in the same run.
 
     Example: pymem bench --rows 20000 --queries 50
     """
     if hostile or fairness:
-        from ..tools import load_bench
+        from benchmarks import load_bench
 
         run = load_bench.run_hostile if hostile else load_bench.run_fairness
         result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
@@ -92,7 +92,7 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission or "
                                "--deliver")
     if admission:
-        from ..tools.admission_bench import format_admission_report, run_admission_bench
+        from benchmarks.admission_bench import format_admission_report, run_admission_bench
 
         result = run_admission_bench(progress=lambda message: stderr(f"bench: {message}"))
         if as_json:
@@ -101,17 +101,17 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
             click.echo(format_admission_report(result))
         return
     if deliver:
-        from ..tools import deliver_bench as tool
+        from benchmarks import deliver_bench as tool
 
         config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
                                          keep=keep)
     elif langgraph:
-        from ..tools import langgraph_bench as tool
+        from benchmarks import langgraph_bench as tool
 
         config = tool.LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
                                            database=database or "pymem_bench_langgraph", keep=keep)
     else:
-        from ..tools import bench as tool
+        from benchmarks import bench as tool
 
         config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
                                   database=database or "pymem_bench", keep=keep)

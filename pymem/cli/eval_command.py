@@ -83,7 +83,7 @@ def eval_recall(data_dir: str, limit: int | None, database: str, keep: bool, as_
 
     Example: pymem eval recall --data ../shared/eval/locomo-dev
     """
-    from ..tools.eval_recall import format_report, run
+    from benchmarks.eval_recall import format_report, run
 
     with open_store() as store:
         report = run(store, data_dir, database=database, keep=keep, limit=limit, progress=stderr)

@@ -63,7 +63,7 @@ def test_the_default_install_and_the_test_extra_pull_in_no_torch():
 @pytest.mark.slow
 def test_the_default_paths_import_no_torch_and_embed_semantically():
     code = (
-        "import sys, pymem, pymem.cli, pymem.recall, pymem.delivery.deliver, pymem.tools.eval_recall\n"
+        "import sys, pymem, pymem.cli, pymem.recall, pymem.delivery.deliver, benchmarks.eval_recall\n"
         "from pymem.embedder import get_embedder, embed_query\n"
         "e = get_embedder()\n"
         "q = embed_query(e, 'what does Alice drink in the morning?')\n"
