@@ -2,7 +2,7 @@
 
 The public surface is what this module exports (`__all__`); everything else is implementation,
 importable but free to move. The command line uses only this surface (and pymem.tools for
-the benchmark and the demo); an import-linter contract in the test suite keeps it so.
+the demo; the benchmarks are the checkout's `benchmarks/`, not in the wheel); an import-linter contract in the test suite keeps it so.
 
 The memory service's names (SERVICE_NAMES: `serve`, `build_app`, `serve_mcp_stdio`, `mint_token`,
 `TokenVerifier`) need the `server` extra and load on first use, so `import pymem` never needs it.

@@ -1,4 +1,8 @@
-"""`pymem bench`: pymem's search and writes side by side with raw pgvector on the same rows."""
+"""`pymem bench`: pymem's search and writes side by side with raw pgvector on the same rows.
+
+The benchmarks live in the source checkout's `benchmarks/` package (not in the wheel): the command
+imports them when it runs, and says how to get them where they are absent.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import json
 
 import click
 
-from .common import echo_json, handle_errors, json_option, open_store, stderr
+from .common import echo_json, handle_errors, json_option, open_store, stderr, workshop
 
 
 @click.command()
@@ -77,10 +81,13 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     configured store and loaded from other processes (benchmarks.load_bench); the quiet tenant's
     p50 is reported beside its idle value in the same run.
 
+    Development installs only: the benchmarks are the source checkout's benchmarks/ package, not
+    in the wheel (pip install -e '.[test]' in a clone).
+
     Example: pymem bench --rows 20000 --queries 50
     """
     if hostile or fairness:
-        from benchmarks import load_bench
+        load_bench = workshop("load_bench", "pymem bench")
 
         run = load_bench.run_hostile if hostile else load_bench.run_fairness
         result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
@@ -92,26 +99,25 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission or "
                                "--deliver")
     if admission:
-        from benchmarks.admission_bench import format_admission_report, run_admission_bench
-
-        result = run_admission_bench(progress=lambda message: stderr(f"bench: {message}"))
+        admission_bench = workshop("admission_bench", "pymem bench")
+        result = admission_bench.run_admission_bench(progress=lambda message: stderr(f"bench: {message}"))
         if as_json:
             echo_json(result)
         else:
-            click.echo(format_admission_report(result))
+            click.echo(admission_bench.format_admission_report(result))
         return
     if deliver:
-        from benchmarks import deliver_bench as tool
+        tool = workshop("deliver_bench", "pymem bench")
 
         config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
                                          keep=keep)
     elif langgraph:
-        from benchmarks import langgraph_bench as tool
+        tool = workshop("langgraph_bench", "pymem bench")
 
         config = tool.LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
                                            database=database or "pymem_bench_langgraph", keep=keep)
     else:
-        from benchmarks import bench as tool
+        tool = workshop("bench", "pymem bench")
 
         config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
                                   database=database or "pymem_bench", keep=keep)

@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 a finding or a refusal (verify found tampering, admissi
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import sys
@@ -33,6 +34,22 @@ def handle_errors(fn: Callable) -> Callable:
         except PymemError as exc:
             raise PymemCommandError(str(exc), exit_code=exc.exit_code) from exc
     return wrapper
+
+
+#: What `pymem bench` and `pymem eval recall` say where the workshop is not installed.
+WORKSHOP_HINT = ("needs the benchmarks of a source checkout (the benchmarks/ package is not in the pymem-pg "
+                 "wheel): in a clone of the repository, pip install -e '.[test]' and run it there")
+
+
+def workshop(module: str, command: str) -> Any:
+    """`benchmarks.<module>` from a development install, imported when the command runs; absent
+    (a plain install), a usage error (exit 2) saying how to get it."""
+    try:
+        return importlib.import_module(f"benchmarks.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("benchmarks", f"benchmarks.{module}"):
+            raise
+        raise PymemCommandError(f"{command} {WORKSHOP_HINT}", exit_code=2) from None
 
 
 def context_options(fn: Callable) -> Callable:

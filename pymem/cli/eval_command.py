@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import AdmissionEvaluation, evaluate_admission
-from .common import echo_json, handle_errors, json_option, open_store, stderr
+from .common import echo_json, handle_errors, json_option, open_store, stderr, workshop
 
 
 @click.group("eval")
@@ -81,16 +81,18 @@ def eval_recall(data_dir: str, limit: int | None, database: str, keep: bool, as_
     evidence turn, the same for the baselines computed in the same run, ingest and query
     times, and the similarity floor checked on held-out conversations. Progress on standard error.
 
+    Development installs only: the evaluation is the source checkout's benchmarks/eval_recall.py,
+    not in the wheel (pip install -e '.[test]' in a clone).
+
     Example: pymem eval recall --data ../shared/eval/locomo-dev
     """
-    from benchmarks.eval_recall import format_report, run
-
+    tool = workshop("eval_recall", "pymem eval recall")
     with open_store() as store:
-        report = run(store, data_dir, database=database, keep=keep, limit=limit, progress=stderr)
+        report = tool.run(store, data_dir, database=database, keep=keep, limit=limit, progress=stderr)
     if as_json:
         echo_json(report)
     else:
-        click.echo(format_report(report))
+        click.echo(tool.format_report(report))
 
 
 def register(main: click.Group) -> None:

@@ -62,3 +62,32 @@ def test_wheel_holds_only_the_pymem_package_and_its_metadata(wheel):
 
 def test_the_licence_file_is_mit():
     assert (REPO / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_wheel_holds_no_benchmark_evaluation_or_training_code(wheel):
+    names = wheel.namelist()
+    workshop = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if p.stem != "__init__")
+    assert {"bench", "load_bench", "eval_recall"} <= set(workshop)
+    leaked = [n for n in names if n.startswith(("benchmarks/", "training/", "tests/"))
+              or (n.startswith("pymem/tools/") and n.rsplit("/", 1)[-1].removesuffix(".py") in workshop)
+              or "training" in n.split("/")]
+    assert leaked == []
+    # what remains of pymem/tools is the guided demo, which is the library's
+    assert sorted(n for n in names if n.startswith("pymem/tools/")) == [
+        "pymem/tools/__init__.py", "pymem/tools/demo.py", "pymem/tools/demo_admission.py", "pymem/tools/demo_delivery.py"]
+
+
+def test_without_the_benchmarks_package_the_commands_say_how_to_get_it(monkeypatch):
+    """A plain install has no `benchmarks`: `pymem bench` and `pymem eval recall` exit 2 saying
+    where the benchmarks are, before touching any store."""
+    from click.testing import CliRunner
+
+    from pymem.cli import main
+
+    for name in [m for m in sys.modules if m == "benchmarks" or m.startswith("benchmarks.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "benchmarks", None)  # what an install without it finds
+    for args in (["bench", "--admission"], ["bench", "--rows", "1000"], ["eval", "recall", "--data", str(REPO)]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "benchmarks" in result.output and "pip install -e '.[test]'" in result.output
