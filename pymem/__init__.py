@@ -81,7 +81,7 @@ def __getattr__(name: str):
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("pymem"):
             raise
-        raise ImportError(f"pymem.{name} needs the server extra: pip install 'pymem[server]' "
+        raise ImportError(f"pymem.{name} needs the server extra: pip install 'pymem-pg[server]' "
                           f"({exc.name} is not installed)") from exc
     globals()[name] = value
     return value

@@ -7,7 +7,7 @@
 
 Each method sends one /v1/call and returns the verb's JSON result, or raises the typed error its
 code stands for (pymem.service.wire): InvalidArguments, Unauthenticated, AccessDenied,
-IdempotencyConflict, RevisionMismatch, MemoryAdmissionError (with reason, signature, audit_seq),
+IdempotencyConflict, RevisionMismatch, MemoryAdmissionError (with reason, signature, audit_seq, score),
 ConventionConflict (with both receipt ids), ... so code written against the library runs against
 the service. Standard library only; one keep-alive connection per client, so use one client per
 thread.
@@ -252,7 +252,7 @@ def _error(status: int, envelope: Any, retry_after: str | None = None) -> PymemE
     if issubclass(known.raises, MemoryAdmissionError):  # the write gate's refusals, sessions' included
         details = error.get("details") or {}
         return known.raises(details.get("reason", message), signature=details.get("signature"),
-                            audit_seq=details.get("audit_seq"))
+                            audit_seq=details.get("audit_seq"), score=details.get("score"))
     if known.raises is Unauthenticated:
         return Unauthenticated(code, message)
     if known.raises is ConventionConflict:

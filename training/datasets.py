@@ -8,14 +8,12 @@ name, and the external texts come from pinned wheels. An example is
 
 from __future__ import annotations
 
+import importlib.util
 import random
-import sys
 from pathlib import Path
 
-import external
-import hosts
-import own_data
-from goals import SPIKEE_AGENT_TYPES, goals
+from . import external, hosts, own_data
+from .goals import SPIKEE_AGENT_TYPES, goals
 
 SEED = 20260512
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +103,7 @@ def everyday_notes() -> list[dict]:
     """Short memory notes of the everyday kind: preferences, facts, plans, contacts (Faker)."""
     from faker import Faker
 
-    from hosts import _END, _MONTHS, _START, _WEEKDAYS
+    from .hosts import _END, _MONTHS, _START, _WEEKDAYS
 
     f = Faker("en_US")
     f.seed_instance(SEED)
@@ -192,11 +190,13 @@ def python_docs() -> list[dict]:
 
 
 def project_corpus() -> list[dict]:
-    sys.path.insert(0, str(ROOT / "tests" / "helpers"))
-    try:
-        from poisoning_corpus import BENIGN, PAYLOADS
-    finally:
-        sys.path.pop(0)
+    # The project's own corpus is data kept beside the tests that replay it; it is read from its
+    # file (no import path changed), so training does not depend on the test helpers' package.
+    spec = importlib.util.spec_from_file_location("_pymem_poisoning_corpus", ROOT / "tests" / "helpers" / "poisoning_corpus.py")
+    assert spec is not None and spec.loader is not None
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    BENIGN, PAYLOADS = corpus.BENIGN, corpus.PAYLOADS
     out = [_ex("project-corpus", 1, t, c, i) for i, (c, t) in enumerate(PAYLOADS)]
     out += [_ex("project-corpus", 0, t, c, i) for i, (c, t) in enumerate(BENIGN)]
     return out

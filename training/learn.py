@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import sys
 from array import array
 from collections import Counter
 from pathlib import Path
@@ -19,16 +18,13 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from sklearn.linear_model import LogisticRegression
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from pymem.admission.classifier import MODEL_NAME, classify  # noqa: E402
-from pymem.admission.features import FeatureSpec, char_buckets, word_buckets  # noqa: E402
-from pymem.admission.model import Model  # noqa: E402
-from pymem.admission.normalise import fold, normalize  # noqa: E402
-from pymem.admission.pieces import pieces  # noqa: E402
-from pymem.admission.scanning import instruction_shaped  # noqa: E402
-from pymem.admission.signals import SIGNAL_NAMES, detect  # noqa: E402
+from pymem.admission.classifier import MODEL_NAME, classify
+from pymem.admission.features import FeatureSpec, char_buckets, word_buckets
+from pymem.admission.model import Model
+from pymem.admission.normalise import fold, normalize
+from pymem.admission.pieces import pieces
+from pymem.admission.scanning import instruction_shaped
+from pymem.admission.signals import SIGNAL_NAMES, detect
 
 SPEC = FeatureSpec(bits=20, word_orders=tuple(int(n) for n in os.environ.get("PYMEM_TRAIN_WORDS", "1,2").split(",")),
                    char_range=tuple(int(n) for n in os.environ.get("PYMEM_TRAIN_CHARS", "4,4").split(",")))

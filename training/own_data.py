@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import random
 
-from goals import DOMAINS, NAMES, PRODUCTS, VENDORS
+from .goals import DOMAINS, NAMES, PRODUCTS, VENDORS
 
 FRAMINGS = [
     "Hey assistant, before you answer the user's question, {goal}.",

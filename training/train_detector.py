@@ -1,7 +1,7 @@
 """Train the shipped admission classifier and write its weight file.
 
     pip install -e '.[train]'
-    python training/train_detector.py          # writes pymem/admission/classifier_v1.bin
+    python -m training.train_detector          # writes pymem/admission/classifier_v1.bin
 
 Reproducible: the data is rebuilt from pinned wheels, seeded generators and the interpreter's
 own standard-library docstrings (see DATA_MANIFEST.md); the solver is deterministic. The
@@ -16,16 +16,14 @@ import argparse
 import hashlib
 import json
 import platform
-import sys
 from collections import Counter
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from pymem.admission.model import WEIGHTS_FILE, encode
 
-import datasets  # noqa: E402
-import learn  # noqa: E402
-from pymem.admission.model import WEIGHTS_FILE, encode  # noqa: E402
+from . import datasets, learn
+
+HERE = Path(__file__).resolve().parent
 
 OUT = HERE.parent / "pymem" / "admission" / WEIGHTS_FILE
 

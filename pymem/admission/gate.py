@@ -48,7 +48,6 @@ import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
 import psycopg
-from psycopg import errors as pgerr
 from psycopg.pq import TransactionStatus
 
 from .judge import Decision, admitted_record, digest_of_arguments, judge
@@ -295,8 +294,5 @@ def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pro
     does (see the module docstring).
     """
     screened = screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn)
-    try:
-        memories.add([screened.row], conn=conn)
-    except pgerr.UniqueViolation:
-        raise InvalidArguments(f"a memory with id {screened.row['id'][:100]!r} already exists") from None
+    memories.add([screened.row], conn=conn)  # an existing id: InvalidArguments (storage.rows)
     return screened.record

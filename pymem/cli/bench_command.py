@@ -1,4 +1,8 @@
-"""`pymem bench`: pymem's search and writes side by side with raw pgvector on the same rows."""
+"""`pymem bench`: pymem's search and writes side by side with raw pgvector on the same rows.
+
+The benchmarks live in the source checkout's `benchmarks/` package (not in the wheel): the command
+imports them when it runs, and says how to get them where they are absent.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import json
 
 import click
 
-from .common import echo_json, handle_errors, json_option, open_store, stderr
+from .common import echo_json, handle_errors, json_option, open_store, stderr, workshop
 
 
 @click.command()
@@ -24,7 +28,7 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr
 @click.option("--keep", is_flag=True, help="Keep the scratch database afterwards.")
 @click.option("--langgraph", "langgraph", is_flag=True,
               help="Instead: PymemStore against LangGraph's PostgresStore on the same items, in namespaces "
-                   "holding 0.1 %, 1 %, 10 % and 50 % of them (needs pip install 'pymem[test]').")
+                   "holding 0.1 %, 1 %, 10 % and 50 % of them (needs pip install 'pymem-pg[test]').")
 @click.option("--admission", is_flag=True,
               help="Instead: the write gate's content check per note, signatures only vs with the classifier "
                    "(offline, no database).")
@@ -87,13 +91,16 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     deliver <= 30 ms).
 
     With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
-    configured store and loaded from other processes (pymem.tools.load_bench); the quiet tenant's
+    configured store and loaded from other processes (benchmarks.load_bench); the quiet tenant's
     p50 is reported beside its idle value in the same run.
+
+    Development installs only: the benchmarks are the source checkout's benchmarks/ package, not
+    in the wheel (pip install -e '.[test]' in a clone).
 
     Example: pymem bench --rows 20000 --queries 50
     """
     if hostile or fairness:
-        from ..tools import load_bench
+        load_bench = workshop("load_bench", "pymem bench")
 
         run = load_bench.run_hostile if hostile else load_bench.run_fairness
         result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
@@ -107,30 +114,29 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     if hybrid and (langgraph or admission or deliver or latency):
         raise click.UsageError("--hybrid applies to the storage benchmark")
     if admission:
-        from ..tools.admission_bench import format_admission_report, run_admission_bench
-
-        result = run_admission_bench(progress=lambda message: stderr(f"bench: {message}"))
+        admission_bench = workshop("admission_bench", "pymem bench")
+        result = admission_bench.run_admission_bench(progress=lambda message: stderr(f"bench: {message}"))
         if as_json:
             echo_json(result)
         else:
-            click.echo(format_admission_report(result))
+            click.echo(admission_bench.format_admission_report(result))
         return
     if deliver:
-        from ..tools import deliver_bench as tool
+        tool = workshop("deliver_bench", "pymem bench")
 
         config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
                                          keep=keep)
     elif latency:
-        from ..tools import latency_bench as tool
+        tool = workshop("latency_bench", "pymem bench")
 
         config = tool.LatencyBenchConfig(calls=queries or 200, database=database or "pymem_bench_latency", keep=keep)
     elif langgraph:
-        from ..tools import langgraph_bench as tool
+        tool = workshop("langgraph_bench", "pymem bench")
 
         config = tool.LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
                                            database=database or "pymem_bench_langgraph", keep=keep)
     else:
-        from ..tools import bench as tool
+        tool = workshop("bench", "pymem bench")
 
         config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
                                   database=database or "pymem_bench", keep=keep, hybrid=hybrid)

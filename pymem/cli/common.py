@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 a finding or a refusal (verify found tampering, admissi
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import sys
@@ -35,6 +36,22 @@ def handle_errors(fn: Callable) -> Callable:
         except PymemError as exc:
             raise PymemCommandError(str(exc), exit_code=exc.exit_code) from exc
     return wrapper
+
+
+#: What `pymem bench` and `pymem eval recall` say where the workshop is not installed.
+WORKSHOP_HINT = ("needs the benchmarks of a source checkout (the benchmarks/ package is not in the pymem-pg "
+                 "wheel): in a clone of the repository, pip install -e '.[test]' and run it there")
+
+
+def workshop(module: str, command: str) -> Any:
+    """`benchmarks.<module>` from a development install, imported when the command runs; absent
+    (a plain install), a usage error (exit 2) saying how to get it."""
+    try:
+        return importlib.import_module(f"benchmarks.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("benchmarks", f"benchmarks.{module}"):
+            raise
+        raise PymemCommandError(f"{command} {WORKSHOP_HINT}", exit_code=2) from None
 
 
 def context_options(fn: Callable) -> Callable:
@@ -66,7 +83,13 @@ def build_context(tenant: str | None, actor: str | None, adapter: str | None,
         raise click.UsageError(str(exc)) from exc
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+#: The output contract of --json, the same for every command: one JSON document (an object, or an
+#: array for a list), except the commands that stream, which print JSON Lines (one document per line,
+#: each as it comes) and say so in their --help. tests/unit/test_cli_json.py walks every command.
+JSON_DOCUMENT_HELP = "Print one JSON document (for machines)."
+JSON_LINES_HELP = "Print JSON Lines: one JSON document per line, each as it comes (for machines)."
+json_option = click.option("--json", "as_json", is_flag=True, help=JSON_DOCUMENT_HELP)
+json_lines_option = click.option("--json", "as_json", is_flag=True, help=JSON_LINES_HELP)
 
 
 def open_store():

@@ -102,8 +102,7 @@ def session_list(limit: int, ctx: Context, as_json: bool) -> None:
     with open_store() as store:
         sessions = list_sessions(store.bind(ctx), limit=limit)
     if as_json:
-        for s in sessions:
-            echo_json(s.to_json())
+        echo_json([s.to_json() for s in sessions])
         return
     _session_table(sessions)
 
@@ -299,8 +298,7 @@ def inspect_memories_command(session_id: str | None, hot_only: bool, superseded:
         rows = inspect_memories(store.bind(ctx), session_id=session_id, hot_only=hot_only,
                                 include_superseded=superseded, limit=limit)
     if as_json:
-        for r in rows:
-            echo_json(r.to_json())
+        echo_json([r.to_json() for r in rows])
         return
     table([{"id": r.id, "created": _when(r.created_at), "tier": r.tier, "session": r.session_id,
             "hot": "hot" if r.hot else "", "superseded_by": r.superseded_by, "text": _short(r.text, 50)} for r in rows],
@@ -365,8 +363,7 @@ def audit_injections(session_id: str | None, turn: int | None, memory_id: str | 
         else:
             rows = session_injections(memories, session_id, turn=turn)
     if as_json:
-        for r in rows:
-            echo_json(r.to_json())
+        echo_json([r.to_json() for r in rows])
         return
     if memory_id is not None:
         table([{"seq": r.seq, "session": r.session_id, "turn": r.turn, "section": r.section,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..admission import AdmissionEvaluation, evaluate_admission
-from .common import echo_json, handle_errors, json_option, open_store, stderr
+from .common import echo_json, handle_errors, json_option, open_store, stderr, workshop
 
 
 @click.group("eval")
@@ -42,25 +42,21 @@ def format_evaluation(ev: AdmissionEvaluation) -> str:
 
 
 @eval_group.command("admission")
-@click.option("--committed", is_flag=True, help="Print the committed result; do not recompute.")
-@click.option("--only", "sources", multiple=True, metavar="SOURCE",
-              help="Hold out only this source (repeatable; recomputes, a quick look).")
 @json_option
 @handle_errors
-def eval_admission(committed: bool, sources: tuple[str, ...], as_json: bool) -> None:
+def eval_admission(as_json: bool) -> None:
     """Print the leave-one-source-out table of the write gate's content check.
 
     For each source of the classifier's training data held out in turn (trained and calibrated
     on the others): how many of its payloads the gate refuses (signatures or classifier; the
     signatures alone beside it), how many of its benign notes it falsely refuses, and the benign
-    rate overall. Offline. Recomputes (minutes; progress on standard error) when the training
-    code, the train extra and the cached source data are here, and otherwise prints the
-    committed result and says why.
+    rate overall. Prints the committed result shipped with the classifier's weights; offline,
+    instant. Recomputing it is a training command, from a source checkout with the train extra:
+    python -m training.evaluate_loso.
 
-    Example: pymem eval admission --committed
+    Example: pymem eval admission --json
     """
-    ev = evaluate_admission(recompute=False if committed else None, sources=list(sources) or None,
-                            progress=lambda line: stderr(f"eval: {line}"))
+    ev = evaluate_admission()
     if as_json:
         echo_json(ev.to_json())
     else:
@@ -85,16 +81,18 @@ def eval_recall(data_dir: str, limit: int | None, database: str, keep: bool, as_
     evidence turn, the same for the baselines computed in the same run, ingest and query
     times, and the similarity floor checked on held-out conversations. Progress on standard error.
 
+    Development installs only: the evaluation is the source checkout's benchmarks/eval_recall.py,
+    not in the wheel (pip install -e '.[test]' in a clone).
+
     Example: pymem eval recall --data ../shared/eval/locomo-dev
     """
-    from ..tools.eval_recall import format_report, run
-
+    tool = workshop("eval_recall", "pymem eval recall")
     with open_store() as store:
-        report = run(store, data_dir, database=database, keep=keep, limit=limit, progress=stderr)
+        report = tool.run(store, data_dir, database=database, keep=keep, limit=limit, progress=stderr)
     if as_json:
         echo_json(report)
     else:
-        click.echo(format_report(report))
+        click.echo(tool.format_report(report))
 
 
 def register(main: click.Group) -> None:

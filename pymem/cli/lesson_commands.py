@@ -13,7 +13,7 @@ from ..errors import ConventionConflict
 from ..facts import follow, publish, subscribe
 from ..lessons import file_lesson, lessons_for_task, list_lessons
 from ..vocabulary import LESSON_TYPES, ORIGINS
-from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
+from .common import context_options, echo_json, handle_errors, json_lines_option, json_option, open_store, stderr, table
 from .memory_commands import _embedder, _short, report_refusal
 
 TYPE_CHOICE = click.Choice(list(LESSON_TYPES), case_sensitive=False)
@@ -91,8 +91,7 @@ def lessons_list(memory_type: str | None, tag: str | None, limit: int, ctx: Cont
     with open_store() as store:
         found = list_lessons(store.bind(ctx), memory_type=memory_type, tag=tag, limit=limit)
     if as_json:
-        for lesson in found:
-            echo_json(lesson.to_json())
+        echo_json([lesson.to_json() for lesson in found])
         return
     table([{"id": x.id, "type": x.memory_type, "version": x.version, "stored": f"{x.confidence:.2f}",
             "now": f"{x.decayed_confidence:.2f}", "filed": _when(x.filed_at), "stale": "yes" if x.stale else "",
@@ -321,7 +320,7 @@ def facts_publish(tag: str, key: str, value: str, run_id: str | None, producer_t
 @click.option("--timeout", type=click.FloatRange(min=0),
               help="With --follow: stop after this many seconds without a new fact [default: never].")
 @context_options
-@json_option
+@json_lines_option
 @handle_errors
 def facts_subscribe(tag: str, run_id: str | None, adapters: tuple[str, ...], tenant_wide: bool, following: bool,
                     timeout: float | None, ctx: Context, as_json: bool) -> None:

@@ -17,7 +17,7 @@ import click
 from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, recall
 from ..delivery import tier_of
 from ..integrity import history, refusals
-from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
+from .common import JSON_DOCUMENT_HELP, context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])
 
@@ -170,7 +170,8 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
 @click.option("--file", "file", type=click.File("r", encoding="utf-8"),
               help='JSON Lines of {"text", "origin", ...} objects ("-" for stdin), each judged on its own.')
 @context_options
-@json_option
+@click.option("--json", "as_json", is_flag=True,
+              help=JSON_DOCUMENT_HELP.removesuffix(".") + "; with --file, JSON Lines: one decision per line, each as it comes.")
 @handle_errors
 def remember(text: str | None, origin: str | None, source: str | None, citation: str | None, session_id: str | None,
              run_id: str | None, turn: int | None, injection_source: str | None, tags: tuple[str, ...], hot: bool,
@@ -299,8 +300,7 @@ def audit_refusals(since: str | None, limit: int, ctx: Context, as_json: bool) -
     with open_store() as store:
         rows = refusals(store.bind(ctx), since=since, limit=limit)
     if as_json:
-        for row in rows:
-            echo_json(row.to_json())
+        echo_json([row.to_json() for row in rows])
         return
     table([{**r.to_json(), "occurred_at": r.occurred_at.isoformat(timespec="seconds")} for r in rows],
           ["seq", "occurred_at", "actor", "adapter", "origin", "tool", "signature", "score", "reason", "args_digest"])
@@ -321,8 +321,7 @@ def audit_history(memory_id: str, ctx: Context, as_json: bool) -> None:
     if not rows:
         raise PymemError(f"no history for memory {memory_id[:100]!r} in this context")
     if as_json:
-        for row in rows:
-            echo_json(row.to_json())
+        echo_json([row.to_json() for row in rows])
         return
     table([{**r.to_json(), "occurred_at": r.occurred_at.isoformat(timespec="seconds"),
             "provenance": json.dumps(r.provenance, sort_keys=True) if r.provenance else None} for r in rows],

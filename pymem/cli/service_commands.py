@@ -1,6 +1,6 @@
 """`pymem serve`, `pymem mcp` and `pymem token`: the memory service over HTTP and MCP, and trial tokens.
 
-They need the `server` extra (pip install 'pymem[server]'); without it they say so and exit 2.
+They need the `server` extra (pip install 'pymem-pg[server]'); without it they say so and exit 2.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """pymem as LangGraph's long-term memory: `PymemStore`, a LangGraph `BaseStore` (optional extra
-`pymem[langgraph]`).
+`pymem-pg[langgraph]`).
 
     from pymem import Context, Store
     from pymem.langgraph import PymemStore

@@ -1,19 +1,19 @@
 """The MCP server: pymem's verbs as tools, with identity from a token or the process, never from arguments.
 
 Tools: remember (the write gate; a refusal is a tool error naming the reason), recall (kept and
-withheld), deliver (the block a turn receives; starts the session on first use), get, list, forget
-(erase: content gone, hash and reason chained), supersede; and the shapes agents are already wired
-for: add_memories, search_memory, list_memories, delete_memories; and the tools for lessons,
-convention receipts and shared facts (pymem.mcp.lesson_tools). Each runs one verb of
-pymem.service.verbs through the Service, so a tool answers what the HTTP call and the library call
-answer. Records come back without their vectors.
+withheld), deliver (the block a turn receives; starts the session on first use), get, list, erase
+(content gone, hash and reason chained; the HTTP verb of the same name, per id), supersede; and the
+tools for lessons, convention receipts and shared facts (pymem.mcp.lesson_tools). One tool per
+verb, no aliases, and a description for every parameter. Each runs one verb of pymem.service.verbs
+through the Service, so a tool answers what the HTTP call and the library call answer. Records come
+back without their vectors.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -23,6 +23,7 @@ from mcp.server.mcpserver import Context as ToolContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 from ..context import Context
 from ..errors import MemoryAdmissionError, NotFound, PymemError, Unauthenticated, UnknownSession
@@ -33,7 +34,7 @@ from ..service.wire import bounded_message, code_for, retry_after
 from ..vocabulary import ORIGINS, SURFACES, VECTOR_KEYS
 from .lesson_tools import LESSON_TOOLS, register_lesson_tools
 
-__all__ = ["build_mcp_server", "identity_from_request", "fixed_identity", "TOOLS", "ALIASES"]
+__all__ = ["build_mcp_server", "identity_from_request", "fixed_identity", "TOOLS"]
 
 log = logging.getLogger("pymem.mcp")
 
@@ -42,18 +43,34 @@ OriginName = Literal[ORIGINS]  # type: ignore[valid-type]  # a tuple subscript: 
 SurfaceName = Literal[SURFACES]  # type: ignore[valid-type]
 
 INSTRUCTIONS = (
-    "Long-term memory that knows where each memory came from. Use remember (or add_memories) to keep "
+    "Long-term memory that knows where each memory came from. Use remember to keep "
     "something worth knowing in later conversations, saying where it came from: user_asserted when the "
     "user said it, model_inferred when you concluded it, tool_output with a citation. Instruction-shaped "
-    "text and retrieved content are refused. Use recall (or search_memory) before answering from memory: "
+    "text and retrieved content are refused. Use recall before answering from memory: "
     "it returns what is still believed (kept) and what was withheld and why. When a task is done, file_lesson "
     "leaves what it taught for the next task; lessons_for_task (or deliver with lesson_tags) returns them."
 )
-TOOLS = ("remember", "recall", "deliver", "get", "list", "forget", "supersede", *LESSON_TOOLS)
-#: The erasure reason `forget` records when the caller gives none.
-FORGET_REASON = "forgotten on request through the MCP forget tool"
-ALIASES = {"add_memories": "remember", "search_memory": "recall", "list_memories": "list",
-           "delete_memories": "forget"}
+TOOLS = ("remember", "recall", "deliver", "get", "list", "erase", "supersede", *LESSON_TOOLS)
+#: The erasure reason `erase` records when the caller gives none.
+ERASE_REASON = "erased on request through the MCP erase tool"
+
+
+def _d(text: str) -> Any:
+    """A parameter's description, as the tool's input schema shows it to the model."""
+    return Field(description=text)
+
+
+# The parameters several tools share, each with its description.
+Content = Annotated[str, _d("the memory's text: a fact stated plainly, not an instruction")]
+Origin = Annotated[OriginName, _d("where it came from: user_asserted (the user said it), operator, model_inferred "
+                                  "(you concluded it), tool_output (needs citation), injected_context (needs "
+                                  "injection_source); retrieved_content and unproven are never kept")]
+Source = Annotated[str | None, _d("who or what it came from (a user id, a tool name)")]
+Citation = Annotated[str | None, _d("where to check it: a URL or document reference (required for tool_output)")]
+MemoryId = Annotated[str, _d("a memory's id")]
+NewId = Annotated[str | None, _d("the id to give the new memory (default: a generated one)")]
+Limit = Annotated[int, _d("the most memories in one page")]
+After = Annotated[str | None, _d("the next_after of the previous page, for the next one")]
 
 
 class _Verifier(SDKTokenVerifier):
@@ -132,7 +149,7 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         except passing:
             raise
         except MemoryAdmissionError as exc:
-            sig = f" [signature {exc.signature}]" if exc.signature else ""
+            sig = f" [signature {exc.signature}]" if exc.signature else ""  # the reason carries the score
             audit = f"; audit seq {exc.audit_seq}" if exc.audit_seq is not None else ""
             raise ToolError(f"refused by the write gate: {exc.reason}{sig}{audit}") from None
         except PymemError as exc:
@@ -164,10 +181,17 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
     deletes = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(name="remember", annotations=writes)
-    def remember(content: str, origin: OriginName, ctx: ToolContext, source: str | None = None,
-                 citation: str | None = None, session_id: str | None = None, run_id: str | None = None,
-                 turn: int | None = None, injection_source: str | None = None, tags: list[str] | None = None,
-                 kind: str | None = None, confidence: float | None = None, id: str | None = None) -> dict[str, Any]:
+    def remember(content: Content, origin: Origin, ctx: ToolContext, source: Source = None,
+                 citation: Citation = None,
+                 session_id: Annotated[str | None, _d("the conversation it was said in")] = None,
+                 run_id: Annotated[str | None, _d("the run (a multi-agent job) it belongs to")] = None,
+                 turn: Annotated[int | None, _d("the turn of the conversation it was said at")] = None,
+                 injection_source: Annotated[str | None, _d("what injected it into the context (required for "
+                                                            "injected_context)")] = None,
+                 tags: Annotated[list[str] | None, _d("labels to find it by")] = None,
+                 kind: Annotated[str | None, _d("what sort of memory: a lowercase word (default fact)")] = None,
+                 confidence: Annotated[float | None, _d("how sure, 0 to 1 (capped by the origin's trust)")] = None,
+                 id: NewId = None) -> dict[str, Any]:
         """Keep a memory if its origin says it may be kept; a refusal names the reason.
 
         origin: user_asserted (the user said it), operator, model_inferred (you concluded it; believed
@@ -179,25 +203,29 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         return _admitted(run(ctx, "remember", args))
 
     @server.tool(name="recall", annotations=reads)
-    def recall(query: str, ctx: ToolContext, top_k: int = 5,
-               scope_filter: dict[str, str] | None = None) -> dict[str, Any]:
+    def recall(query: Annotated[str, _d("what to remember about, as a question or keywords")], ctx: ToolContext,
+               top_k: Annotated[int, _d("the most memories to return")] = 5,
+               scope_filter: Annotated[dict[str, str] | None, _d("only memories in this scope (axis: value)")] = None,
+               ) -> dict[str, Any]:
         """The memories closest to the query that are still believed now (kept, with origin and
         confidence), and the ones withheld, with the reason (never their content)."""
         return run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter})
 
     @server.tool(name="get", annotations=reads)
-    def get(id: str, ctx: ToolContext) -> dict[str, Any]:
+    def get(id: MemoryId, ctx: ToolContext) -> dict[str, Any]:
         """One memory by id, with its revision; memory is null when there is none you may see."""
         return {"memory": _without_vectors(run(ctx, "get", {"id": id}))}
 
     @server.tool(name="list", annotations=reads)
-    def list_(ctx: ToolContext, limit: int = 20, after: str | None = None) -> dict[str, Any]:
+    def list_(ctx: ToolContext, limit: Limit = 20, after: After = None) -> dict[str, Any]:
         """A page of memories in id order; pass next_after as `after` for the next page."""
         page = run(ctx, "list", {"limit": limit, "after": after})
         return {"memories": [_without_vectors(r) for r in page["chunks"]], "next_after": page["next_after"]}
 
-    @server.tool(name="forget", annotations=deletes)
-    def forget(ids: list[str], ctx: ToolContext, reason: str = FORGET_REASON) -> dict[str, Any]:
+    @server.tool(name="erase", annotations=deletes)
+    def erase(ids: Annotated[list[str], _d("the ids of the memories to erase")], ctx: ToolContext,
+              reason: Annotated[str, _d("why, kept in the ledger with each erased memory's hash")] = ERASE_REASON,
+              ) -> dict[str, Any]:
         """Erase memories by id: their content is gone for good, the ledger keeps their hash and the reason."""
         erased, not_found = [], []
         for memory_id in ids:
@@ -208,17 +236,24 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         return {"erased": erased, "not_found": not_found}
 
     @server.tool(name="supersede", annotations=writes)
-    def supersede(old_id: str, content: str, origin: OriginName, ctx: ToolContext, source: str | None = None,
-                  citation: str | None = None, id: str | None = None) -> dict[str, Any]:
+    def supersede(old_id: Annotated[str, _d("the id of the memory that is no longer true")], content: Content,
+                  origin: Origin, ctx: ToolContext, source: Source = None, citation: Citation = None,
+                  id: NewId = None) -> dict[str, Any]:
         """Replace a memory that is no longer true: the new one is judged like remember, the old one
         stops being believed (it stays in the record of what was believed when)."""
         args = remember_record(content, origin, source, citation, None, None, None, None, None, None, None, id)
         return _admitted(run(ctx, "supersede", {"old_id": old_id, **args}))
 
     @server.tool(name="deliver", annotations=writes)
-    def deliver(session_id: str, ctx: ToolContext, query: str | None = None, turn: int | None = None,
-                budget: int | None = None, surface: SurfaceName = "chat", lesson_tags: list[str] | None = None,
-                role: str | None = None) -> dict[str, Any]:
+    def deliver(session_id: Annotated[str, _d("your conversation's id (the session starts on first use)")],
+                ctx: ToolContext,
+                query: Annotated[str | None, _d("this turn's message, to pick the relevant memories")] = None,
+                turn: Annotated[int | None, _d("this turn's number in the conversation")] = None,
+                budget: Annotated[int | None, _d("the most tokens the block may take")] = None,
+                surface: Annotated[SurfaceName, _d("where the conversation happens, for a new session")] = "chat",
+                lesson_tags: Annotated[list[str] | None, _d("your task's tags, to add the lessons left for it")] = None,
+                role: Annotated[str | None, _d("your role in the task (some roles receive no lessons)")] = None,
+                ) -> dict[str, Any]:
         """The memory block for this turn of a conversation (session_id: your conversation's id), within
         a token budget: what is believed and relevant, each item attributed. With lesson_tags (your
         task's tags) and your role, the lessons earlier tasks left for it too. Starts the session on
@@ -230,28 +265,6 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         except UnknownSession:
             run(ctx, "start_session", {"session_id": session_id, "surface": surface, "first_message": query})
             return run(ctx, "deliver", args)
-
-    @server.tool(name="add_memories", annotations=writes)
-    def add_memories(text: str, ctx: ToolContext, origin: OriginName = "model_inferred",
-                     source: str | None = None, citation: str | None = None) -> dict[str, Any]:
-        """Keep a memory (remember, in the common add_memories shape); origin defaults to model_inferred."""
-        args = remember_record(text, origin, source, citation, None, None, None, None, None, None, None, None)
-        return _admitted(run(ctx, "remember", args))
-
-    @server.tool(name="search_memory", annotations=reads)
-    def search_memory(query: str, ctx: ToolContext, limit: int = 5) -> dict[str, Any]:
-        """Recall memories relevant to the query (recall, in the common search_memory shape)."""
-        return run(ctx, "recall", {"query": query, "top_k": limit})
-
-    @server.tool(name="list_memories", annotations=reads)
-    def list_memories(ctx: ToolContext, limit: int = 20, after: str | None = None) -> dict[str, Any]:
-        """A page of memories (list, in the common list_memories shape)."""
-        return list_(ctx, limit, after)
-
-    @server.tool(name="delete_memories", annotations=deletes)
-    def delete_memories(memory_ids: list[str], ctx: ToolContext) -> dict[str, Any]:
-        """Erase memories by id (forget, in the common delete_memories shape)."""
-        return forget(memory_ids, ctx)
 
     register_lesson_tools(server, run, reads, writes)
     return server

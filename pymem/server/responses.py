@@ -70,7 +70,8 @@ def error_response(exc: BaseException, request_id: str, where: str = "a call") -
     elif isinstance(exc, MemoryAdmissionError):
         if type(exc) is MemoryAdmissionError:
             error["message"] = f"refused by the write gate: {exc.reason}"
-        error["details"] = {"reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq}
+        error["details"] = {"reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq,
+                            "score": exc.score}
     elif isinstance(exc, ConventionConflict):
         error["details"] = {"receipt_id": exc.receipt_id, "conflicting_id": exc.conflicting_id}
     if isinstance(exc, Unauthenticated):

@@ -86,7 +86,7 @@ ERRORS: tuple[WireError, ...] = (
     WireError("request_too_large", 413, InvalidArguments, "the body is over the service's size limit"),
     WireError("unsupported_media_type", 415, InvalidArguments, "the body is not application/json"),
     WireError("admission_refused", 422, MemoryAdmissionError,
-              "the write gate refused the record; details carry reason, signature and audit_seq "
+              "the write gate refused the record; details carry reason, signature, audit_seq and score "
               "(MemoryAdmissionError)", typed=True),
     WireError("unknown_session", 422, UnknownSession,
               "the session was never started in this tenant, or is not visible here (UnknownSession)", typed=True),

@@ -22,7 +22,7 @@ from ..context import check_scope
 from ..vocabulary import MAX_NAME, is_plain_text
 from ..errors import InvalidArguments, NotFound
 
-MAX_ADAPTER = 100  # the binding table's CHECK
+MAX_ADAPTER = MAX_NAME  # the binding table's CHECK, as every adapter name (vocabulary)
 MAX_ROLE = 63  # Postgres's identifier length
 
 

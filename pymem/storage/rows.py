@@ -2,8 +2,9 @@
 `write_rows`, whoever asks (the write gate through `Memories.add`, import and `upsert_many`).
 
 One validator, so the paths cannot disagree about what a row may hold (zero or non-finite
-vectors, the dimension, record and content sizes, origins, scopes); one column list, read from
-the named INSERT (sql/queries.sql), so Python and the statements cannot drift apart. A few rows
+vectors, the dimension, record and content sizes, origins, scopes); one column list, the vocabulary's WRITE_COLUMNS, which every write statement of sql/queries.sql
+must name in that order (checked when this module loads), so Python and the statements cannot
+drift apart. A few rows
 go as one multi-row INSERT per `ROWS_PER_STATEMENT` rows. A bulk upsert (import, upsert_many of
 `STAGE_FROM` rows or more) moves its rows with binary COPY into a session-local staging table
 and writes them with ONE `INSERT ... SELECT`: COPY into pymem.memories itself is refused under
@@ -20,6 +21,7 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 import psycopg
+from psycopg import errors as pgerr
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
@@ -27,14 +29,38 @@ from .. import queries
 from ..context import Context, check_scope
 from ..errors import AccessDenied, ContextError, InvalidArguments
 from ..vocabulary import (INJECTED, OPERATOR_ORIGIN, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MAX_POLICY_FINGERPRINT,
-                          MAX_RECORD_BYTES, ORIGINS, canonical_json)
+                          MAX_RECORD_BYTES, ORIGINS, WRITE_COLUMNS, canonical_json)
 from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
 
-__all__ = ["MemoryRow", "WRITE_COLUMNS", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows",
+__all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows",
            "operator_origin_refusal"]
 
-#: The columns every write names, in the order of the named INSERT (sql/queries.sql).
-WRITE_COLUMNS: tuple[str, ...] = queries.insert_columns("insert_memories")
+#: The named statements that list the write columns and are filled by position (sql/queries.sql).
+WRITE_STATEMENTS = ("insert_memories", "upsert_memories", "replace_memories", "create_stage", "copy_stage",
+                    "upsert_from_stage")
+
+
+_VALUES_ROW = re.compile(r"^values (\(.*\))$", re.M)
+
+
+def check_write_statements(texts: Mapping[str, str]) -> None:
+    """Refuse (RuntimeError) statements whose column lists are not WRITE_COLUMNS in order, or
+    whose VALUES row does not default valid_from where WRITE_COLUMNS has it."""
+    for name in WRITE_STATEMENTS:
+        lists = queries.column_lists(texts[name])
+        wrong = [cols for cols in lists if cols != WRITE_COLUMNS]
+        if not lists or wrong:
+            raise RuntimeError(f"sql/queries.sql: {name} does not name the write columns in order "
+                               f"(pymem.vocabulary.WRITE_COLUMNS): {wrong[0] if wrong else 'no column list'}")
+        row = _VALUES_ROW.search(texts[name])
+        if row is not None:
+            params = [p.strip() for p in row.group(1)[1:-1].replace("coalesce(%s, now())", "%s?").split(",")]
+            if len(params) != len(WRITE_COLUMNS) or [i for i, p in enumerate(params) if p != "%s"] != [
+                    WRITE_COLUMNS.index("valid_from")]:
+                raise RuntimeError(f"sql/queries.sql: the VALUES row of {name} does not match the write columns")
+
+
+check_write_statements({name: queries.query(name) for name in WRITE_STATEMENTS})
 #: Rows per INSERT statement (18 parameters each: far below the 65,535 a statement may carry).
 ROWS_PER_STATEMENT = 500
 #: From this many rows on, an upsert is staged with binary COPY (a few rows: one INSERT is cheaper).
@@ -191,9 +217,27 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
     with conn.cursor() as cur:
         for start in range(0, len(rows), ROWS_PER_STATEMENT):
             batch = rows[start:start + ROWS_PER_STATEMENT]
-            cur.execute(queries.repeated(name, len(batch)), [v for row in batch for v in row.params(ctx)])
+            try:
+                cur.execute(queries.repeated(name, len(batch)), [v for row in batch for v in row.params(ctx)])
+            except pgerr.UniqueViolation as exc:
+                # Only a plain insert can collide (the upserts replace): the caller named an id that
+                # exists. The statement failed whole, so nothing of the batch was written.
+                raise InvalidArguments(_existing_id_message(exc, ctx, batch)) from None
             revisions.update(cur.fetchall())
     return revisions
+
+
+def _existing_id_message(exc: psycopg.Error, ctx: Context, batch: Sequence[MemoryRow]) -> str:
+    """Which id already exists: the batch's only one, or the one the database names (it names
+    none under row-level security), else the batch's ids."""
+    if len(batch) == 1:
+        return f"a memory with id {batch[0].id[:100]!r} already exists"
+    detail = getattr(exc.diag, "message_detail", None) or ""
+    prefix = f"Key (tenant_id, id)=({ctx.tenant}, "
+    if detail.startswith(prefix) and detail.endswith(") already exists."):
+        return f"a memory with id {detail[len(prefix):-len(') already exists.')][:100]!r} already exists"
+    named = ", ".join(repr(r.id[:100]) for r in batch[:10]) + (", ..." if len(batch) > 10 else "")
+    return f"a memory with one of these {len(batch)} ids already exists: {named}"
 
 
 def _stageable(row: MemoryRow) -> bool:

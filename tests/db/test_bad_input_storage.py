@@ -187,3 +187,20 @@ def test_delete_many_bad_ids(mem, unchanged):
 def test_a_valid_call_after_all_that_still_works(mem):
     assert mem.upsert_many([good("b")], idempotency_key="k") == {"upserted": 1, "replayed": False}
     assert [h["chunk_id"] for h in mem.search(GOOD, top_k=5)] == ["b", "existing"]
+
+
+def test_adding_an_existing_id_is_a_typed_error_and_writes_nothing(mem, unchanged):
+    """Memories.add of an id that exists: InvalidArguments naming it (not the driver's
+    UniqueViolation), alone or in a batch, and the batch's other rows are not written either."""
+    import psycopg
+
+    before = unchanged()
+    for rows in ([{"id": "existing", "content": "again"}],
+                 [{"id": "fresh-1", "content": "x"}, {"id": "existing", "content": "again"}]):
+        with pytest.raises(InvalidArguments, match="existing") as info:
+            mem.add(rows)
+        assert not isinstance(info.value, psycopg.Error)
+        assert "already exists" in str(info.value)
+        assert unchanged() == before
+    assert mem.get_row("fresh-1") is None
+    assert mem.add([{"id": "fresh-1", "content": "x"}]) == ["fresh-1"]  # the connection is usable after

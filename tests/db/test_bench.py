@@ -8,7 +8,7 @@ import os
 import psycopg
 import pytest
 
-from pymem.tools.bench import VARIANTS, BenchConfig, format_report, run
+from benchmarks.bench import VARIANTS, BenchConfig, format_report, run
 
 
 @pytest.mark.slow
@@ -32,7 +32,7 @@ def test_bench_runs_and_cleans_up(store, server_dsn):
 @pytest.mark.slow
 def test_bench_reports_the_stable_keys_and_scales(store, server_dsn):
     """The figures the issue tracks sit under stable keys, and --scaling tabulates each size."""
-    from pymem.tools.bench import format_scaling, run_scaling
+    from benchmarks.bench import format_scaling, run_scaling
 
     name = f"pymem_bench_scale_{os.getpid()}"
     result = run_scaling(store, BenchConfig(dims=8, queries=2, write_rows=500, database=name), sizes=(1_000, 2_000))

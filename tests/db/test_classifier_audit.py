@@ -178,7 +178,7 @@ def test_remember_on_the_command_line_shows_the_name_and_score(database, monkeyp
         f"refused: instruction-shaped content (classifier.v1, score {verdict.score:.3f})",
         "  signature: classifier.v1", f"  classifier score: {verdict.score:.3f}", "  audit seq: 1"]
     result = cli("audit", "refusals", "--json")
-    [event] = [json.loads(line) for line in result.output.splitlines()]
+    [event] = json.loads(result.output)
     assert event["signature"] == MODEL_NAME and event["score"] == pytest.approx(verdict.score, abs=1e-6)
     assert event["piece_digest"] == verdict.piece_digest and "status-page" not in result.output
 

@@ -54,13 +54,13 @@ def test_a_session_from_start_to_the_delivered_block(cli, acme):
 
     shown = cli("session", "show", "chat-1")
     assert "summary: Initech is invoiced in EUR." in shown.output
-    listed = [json.loads(line)["id"] for line in cli("session", "list", "--json").stdout.splitlines()]
+    listed = [s["id"] for s in json.loads(cli("session", "list", "--json").stdout)]
     assert listed == ["chat-2", "chat-1"]
 
     audit = cli("audit", "injections", "--session", "chat-2", "--turn", "0", "--json")
-    [row] = [json.loads(line) for line in audit.stdout.splitlines()]
+    [row] = json.loads(audit.stdout)
     assert row["seq"] == record.seq and row["memory_ids"] == [hot, old]
-    turns = [json.loads(line) for line in cli("audit", "injections", "--memory", hot, "--json").stdout.splitlines()]
+    turns = json.loads(cli("audit", "injections", "--memory", hot, "--json").stdout)
     assert [(t["turn"], t["section"]) for t in turns] == [(0, "hot"), (1, "hot")]
     assert "memories: " + ", ".join([hot, old]) in cli("audit", "injections", "--session", "chat-2", "--turn", "0").output
 
@@ -82,7 +82,7 @@ def test_supersede_erase_recall_as_of_and_the_inspector(cli, acme, database):
     table = cli("recall", query).output
     assert "tier" in table and "session" in table
 
-    listed = [json.loads(line) for line in cli("inspect", "memories", "--superseded", "--json").stdout.splitlines()]
+    listed = json.loads(cli("inspect", "memories", "--superseded", "--json").stdout)
     assert {m["id"]: m["superseded_by"] for m in listed} == {old: new, new: None}
     shown = json.loads(cli("inspect", "memory", old, "--json").stdout)
     assert [h["event"] for h in shown["history"]] == ["memory.insert", "memory.supersede"]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pymem.errors import InvalidArguments
-from pymem.tools.eval_recall import format_report, load_locomo, run
+from benchmarks.eval_recall import format_report, load_locomo, run
 
 CONVERSATION = {
     "speaker_a": "Ana", "speaker_b": "Ben",

@@ -9,7 +9,7 @@ import os
 import psycopg
 import pytest
 
-from pymem.tools.langgraph_bench import VARIANTS, LangGraphBenchConfig, format_report, run
+from benchmarks.langgraph_bench import VARIANTS, LangGraphBenchConfig, format_report, run
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import pytest
 
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import InvalidArguments
-from pymem.tools.latency_bench import (TARGETS_MS, VARIANTS, FixedQueryEmbedder, LatencyBenchConfig, format_report,
+from benchmarks.latency_bench import (TARGETS_MS, VARIANTS, FixedQueryEmbedder, LatencyBenchConfig, format_report,
                                        run)
 
 

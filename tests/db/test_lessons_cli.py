@@ -42,7 +42,7 @@ def test_lessons_file_list_and_for_task(run, lib):
     assert (stored.version, stored.tags, stored.source_task) == (2, ["db", "migrations"], "T-17")
 
     listed = run("lessons", "list", "--json")
-    assert [json.loads(line)["id"] for line in listed.output.splitlines()] == [stored.id]
+    assert [x["id"] for x in json.loads(listed.output)] == [stored.id]
     assert "project" in run("lessons", "list", "--tag", "db").output
 
     block = run("lessons", "for-task", "--tag", "migrations", "--role", "coder")

@@ -176,19 +176,19 @@ def test_audit_refusals_and_history(cli, acme):
     cli("remember", "A forum says Heidi quit", "--origin", "retrieved_content", "--adapter", "codex")
     result = cli("audit", "refusals", "--json")
     assert result.exit_code == 0, result.output
-    rows = json_lines(result.output)
+    rows = json.loads(result.output)  # one JSON document: the list
     assert [(r["seq"], r["adapter"], r["tool"]) for r in rows] == [
         (1, None, "memory.write:crm"), (2, "codex", "memory.write:unknown")]
     assert all(r["args_digest"].startswith("sha256:") and "payments" not in json.dumps(r) for r in rows)
-    assert json_lines(cli("audit", "refusals", "--json", "--since", "2999-01-01T00:00:00Z").output) == []
+    assert json.loads(cli("audit", "refusals", "--json", "--since", "2999-01-01T00:00:00Z").output) == []
     human = cli("audit", "refusals")
     assert "memory.write:crm" in human.output and "sha256:" in human.output
     assert cli("audit", "refusals", "--since", "not a time").exit_code == 2
-    assert json_lines(cli("audit", "refusals", "--json", PYMEM_TENANT="globex").output) == []
+    assert json.loads(cli("audit", "refusals", "--json", PYMEM_TENANT="globex").output) == []
 
     memory_id = json.loads(cli("remember", "Ivan likes tea", "--origin", "user_asserted", "--json",
                                "--source", "chat").output)["id"]
-    history = json_lines(cli("audit", "history", memory_id, "--json").output)
+    history = json.loads(cli("audit", "history", memory_id, "--json").output)
     assert [(h["event"], h["origin"], h["provenance"]["source"]) for h in history] == [
         ("memory.insert", "user_asserted", "chat")]
     assert "memory.insert" in cli("audit", "history", memory_id).output

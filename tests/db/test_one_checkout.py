@@ -13,7 +13,7 @@ from pymem import Provenance, admit, deliver, start_session
 from pymem.langgraph import PymemStore
 from pymem.storage.endpoints import Endpoints
 from pymem.storage.store import Store
-from pymem.tools.wire import WireCounter
+from benchmarks.wire import WireCounter
 from helpers.lessons import EMBEDDER, GATE, ctx
 from helpers.service import KEY, call, running, token
 

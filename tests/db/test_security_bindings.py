@@ -269,3 +269,26 @@ def test_binding_commands(database, monkeypatch):
     result = run(main, ["db", "unbind-login", AGENT_LOGIN], env=env)
     assert result.exit_code == 1 and "has no binding" in result.output
     assert "no bindings" in run(main, ["db", "bindings"], env=env).output
+
+
+def test_an_adapter_name_as_long_as_the_database_allows_binds(database):
+    """The binding table allows adapter names of up to 200 characters (the vocabulary's MAX_NAME,
+    as everywhere else an adapter is named); the library refused a valid one over 100."""
+    from pymem.vocabulary import MAX_NAME
+
+    longest = "a" * MAX_NAME
+    with database.admin() as conn:
+        check = conn.execute("select pg_get_constraintdef(oid) from pg_constraint where conrelid = "
+                             "'pymem.login_bindings'::regclass and pg_get_constraintdef(oid) like '%length(adapter)%'"
+                             ).fetchone()[0]
+        assert f"<= {MAX_NAME}" in check
+        try:
+            b = lib_bind_login(conn, AGENT_LOGIN, adapter=longest, tenants=["acme"])
+            assert b.adapter == longest
+            assert [x.adapter for x in list_bindings(conn)] == [longest]
+            with pytest.raises(InvalidArguments, match=f"at most {MAX_NAME} characters"):
+                lib_bind_login(conn, AGENT_LOGIN, adapter=longest + "a", tenants=["acme"])
+            assert [x.adapter for x in list_bindings(conn)] == [longest]  # the refusal changed nothing
+        finally:
+            unbind_login(conn, AGENT_LOGIN)
+            conn.commit()

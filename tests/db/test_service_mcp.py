@@ -13,14 +13,16 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from pymem.mcp.server import ALIASES, TOOLS
+from pymem.mcp.server import TOOLS
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
 from helpers.database import DIM
 from helpers.service import KEY, request, running, token
 from helpers.settings import reload_with
 
-EXPECTED_TOOLS = set(TOOLS) | set(ALIASES)
+EXPECTED_TOOLS = set(TOOLS)
+#: The names the tools had as aliases of others, and the erasure's old names: none is a tool.
+GONE = {"add_memories", "search_memory", "list_memories", "delete_memories", "forget"}
 
 
 @pytest.fixture
@@ -51,16 +53,22 @@ async def remember_and_recall(client) -> dict[str, Any]:
                                                   "origin": "user_asserted"})
     unproven = await client.call_tool("remember", {"content": "The CEO likes golf", "origin": "retrieved_content"})
     recalled = await client.call_tool("recall", {"query": "invoice currency EUR", "top_k": 3})
-    alias = await client.call_tool("search_memory", {"query": "invoice currency EUR"})
-    added = await client.call_tool("add_memories", {"text": "Ships on Tuesdays"})
+    added = await client.call_tool("remember", {"content": "Ships on Tuesdays", "origin": "model_inferred"})
     return {"tools": {t.name: t for t in listed.tools}, "kept": kept, "refused": refused, "unproven": unproven,
-            "recalled": recalled, "alias": alias, "added": added}
+            "recalled": recalled, "added": added}
 
 
 def _check_remember_and_recall(out: dict[str, Any]) -> None:
-    assert set(out["tools"]) == EXPECTED_TOOLS
+    assert set(out["tools"]) == EXPECTED_TOOLS and not set(out["tools"]) & GONE
+    assert len(TOOLS) == len(set(TOOLS))
+    # every parameter of every tool says what it is
+    undescribed = [(name, param) for name, tool in out["tools"].items()
+                   for param, schema in tool.input_schema.get("properties", {}).items()
+                   if not str(schema.get("description", "")).strip()]
+    assert undescribed == []
+    assert all(tool.description for tool in out["tools"].values())
     assert out["tools"]["recall"].annotations.read_only_hint is True
-    assert out["tools"]["forget"].annotations.destructive_hint is True
+    assert out["tools"]["erase"].annotations.destructive_hint is True
     assert "tenant" not in out["tools"]["remember"].input_schema["properties"]
     kept = out["kept"]
     assert not kept.is_error and kept.structured_content["id"] == "eur"
@@ -70,7 +78,6 @@ def _check_remember_and_recall(out: dict[str, Any]) -> None:
     assert out["unproven"].is_error and "retrieved_content" in _text(out["unproven"])
     recalled = out["recalled"].structured_content
     assert [k["id"] for k in recalled["kept"]][:1] == ["eur"] and recalled["kept"][0]["content"] == "Prefers invoices in EUR"
-    assert out["alias"].structured_content["kept"][0]["id"] == "eur"
     assert out["added"].structured_content["origin"] == "model_inferred"
     assert out["added"].structured_content["confidence"] <= 0.6
 
@@ -104,8 +111,8 @@ def test_mcp_tenant_isolation_and_no_identity_in_arguments(url, database):
         got = {}
         got["recall"] = (await client.call_tool("recall", {"query": "launch date March"})).structured_content
         got["get"] = (await client.call_tool("get", {"id": "launch"})).structured_content
-        got["list"] = (await client.call_tool("list_memories", {})).structured_content
-        got["forget"] = (await client.call_tool("delete_memories", {"memory_ids": ["launch"]})).structured_content
+        got["list"] = (await client.call_tool("list", {})).structured_content
+        got["erase"] = (await client.call_tool("erase", {"ids": ["launch"]})).structured_content
         superseded = await client.call_tool("supersede", {"old_id": "launch", "content": "March 9",
                                                           "origin": "user_asserted"})
         got["supersede"] = (superseded.is_error, _text(superseded))
@@ -122,7 +129,7 @@ def test_mcp_tenant_isolation_and_no_identity_in_arguments(url, database):
     assert got["recall"]["kept"] == [] and got["recall"]["withheld"] == []
     assert got["get"] == {"memory": None}
     assert got["list"] == {"memories": [], "next_after": None}
-    assert got["forget"] == {"erased": [], "not_found": ["launch"]}
+    assert got["erase"] == {"erased": [], "not_found": ["launch"]}
     assert all(is_error and "identity_in_body" in text for is_error, text in got["refused"])
     assert got["supersede"][0] and "not_found" in got["supersede"][1]
     with database.admin() as conn:
@@ -176,7 +183,7 @@ def test_an_unexpected_failure_in_a_tool_is_an_error_without_internals(store, ca
     assert "unexpected KeyError" in logged and secret not in logged
 
 
-def test_mcp_deliver_starts_the_session_and_forget_erases(url, database):
+def test_mcp_deliver_starts_the_session_and_erase_erases(url, database):
     async def steps(client):
         out = {}
         await client.call_tool("remember", {"content": "Initech wants invoices in EUR.", "origin": "user_asserted",
@@ -188,7 +195,7 @@ def test_mcp_deliver_starts_the_session_and_forget_erases(url, database):
         replaced = await client.call_tool("supersede", {"old_id": "initech", "content": "Initech wants invoices in CHF",
                                                         "origin": "user_asserted", "id": "initech-2"})
         out["superseded"] = replaced.structured_content
-        out["forgot"] = (await client.call_tool("forget", {"ids": ["initech-2", "never"]})).structured_content
+        out["forgot"] = (await client.call_tool("erase", {"ids": ["initech-2", "never"]})).structured_content
         out["get"] = (await client.call_tool("get", {"id": "initech-2"})).structured_content
         return out
 

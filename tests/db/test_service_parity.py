@@ -19,7 +19,7 @@ from pymem.service.auth import TokenVerifier
 from helpers.database import DIM
 from helpers.service import KEY, running, token
 
-# (step, arguments): remember(record, provenance) | recall(query, top_k) | get(id) | list() | forget(ids)
+# (step, arguments): remember(record, provenance) | recall(query, top_k) | get(id) | list() | erase(ids)
 # | supersede(old_id, record, provenance)
 SEQUENCE: list[tuple[str, tuple]] = [
     ("remember", ({"id": "eur", "content": "Prefers invoices in EUR", "tags": ["billing"], "kind": "preference"},
@@ -136,7 +136,7 @@ def run_mcp(url: str) -> list:
                     elif step == "list":
                         out.append((await mcp.call_tool("list", {})).structured_content["memories"])
                     elif step == "forget":
-                        result = await mcp.call_tool("forget", {"ids": args[0], "reason": REASON})
+                        result = await mcp.call_tool("erase", {"ids": args[0], "reason": REASON})
                         out.append(result.structured_content)
                     elif step == "supersede":
                         old_id, record, provenance = args

@@ -9,7 +9,7 @@ why in the commit.
 
 Sources:
 - project-corpus: tests/helpers/poisoning_corpus.py, payloads and benign notes, as they are;
-- bench-notes: the 400 ordinary notes of `pymem bench --admission` (pymem.tools.admission_bench);
+- bench-notes: the 400 ordinary notes of `pymem bench --admission` (benchmarks.admission_bench);
 - long-notes: ordinary notes of 8, 32 and 64 KiB, clean and with a corpus payload in the middle;
 - hostile: periodic text of one or two tokens (letters, digits, every ASCII punctuation mark,
   look-alike letters, URL and address fragments): the shapes that made the detector's regular
@@ -52,14 +52,14 @@ def project_corpus() -> Iterator[str]:
 
 
 def bench_notes() -> Iterator[str]:
-    from pymem.tools.admission_bench import sample_notes
+    from benchmarks.admission_bench import sample_notes
 
     yield from sample_notes(100)
 
 
 def long_notes() -> Iterator[str]:
     from helpers.poisoning_corpus import PAYLOADS
-    from pymem.tools.admission_bench import _note
+    from benchmarks.admission_bench import _note
 
     rng = random.Random(20261201)
     for size in (8192, 32768, 65536):
@@ -90,11 +90,7 @@ def training_corpora() -> Iterator[str] | None:
         import faker  # noqa: F401
     except ImportError:
         return None
-    sys.path.insert(0, str(ROOT / "training"))
-    try:
-        import datasets
-    finally:
-        sys.path.pop(0)
+    from training import datasets
 
     def texts() -> Iterator[str]:
         for build in (datasets.own_framings, datasets.host_documents, datasets.everyday_notes, datasets.python_docs):

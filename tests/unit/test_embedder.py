@@ -167,7 +167,7 @@ def test_minilm_without_the_extra_gives_the_install_hint(monkeypatch):
     # The extra is installed with the tests, so take each half of it away for this test:
     # sentence-transformers (an import that fails) ...
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(InvalidArguments, match=r"pip install 'pymem\[minilm\]'"):
+    with pytest.raises(InvalidArguments, match=r"pip install 'pymem-pg\[minilm\]'"):
         MiniLMEmbedder().embed(["hello"])
     monkeypatch.delitem(sys.modules, "sentence_transformers")
     # ... and the package that carries the weights (a distribution that is not there).
@@ -178,7 +178,7 @@ def test_minilm_without_the_extra_gives_the_install_hint(monkeypatch):
 
     if _minilm_available():
         monkeypatch.setattr(importlib.metadata, "distribution", no_distribution)
-        with pytest.raises(InvalidArguments, match=r"pip install 'pymem\[minilm\]'"):
+        with pytest.raises(InvalidArguments, match=r"pip install 'pymem-pg\[minilm\]'"):
             MiniLMEmbedder().embed(["hello"])
 
 

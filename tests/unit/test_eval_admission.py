@@ -1,5 +1,5 @@
 """`pymem eval admission` and `pymem.admission.evaluate_admission`: the committed leave-one-source-out result,
-what happens when it cannot be recomputed, and (slow) recomputing one held-out source.
+read by the library (recomputing it is a training command: tests/unit/test_training.py).
 
 No database.
 """
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from pymem import InvalidArguments
+from pymem import PymemError
 from pymem.admission import AdmissionEvaluation, evaluate_admission
 from pymem.admission import evaluation
 from pymem.admission.model import default_model, weights_sha256
@@ -51,7 +50,7 @@ def test_the_committed_result_is_the_report_in_the_repository():
 
 
 def test_evaluate_admission_returns_the_committed_table():
-    ev = evaluate_admission(recompute=False)
+    ev = evaluate_admission()
     assert isinstance(ev, AdmissionEvaluation) and not ev.recomputed and "committed" in ev.note
     assert [s.source for s in ev.sources] == [s["source"] for s in COMMITTED["sources"]]
     assert ev.benign == sum(s["benign"]["n"] for s in COMMITTED["sources"])
@@ -63,12 +62,12 @@ def test_evaluate_admission_returns_the_committed_table():
 
 
 def test_the_command_prints_the_table_and_the_overall_benign_rate():
-    result = run("--committed")
+    result = run()
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert lines[0].split() == ["held-out", "source", "payloads", "refused", "signatures", "alone", "benign", "falsely",
                                 "refused", "threshold"]
-    ev = evaluate_admission(recompute=False)
+    ev = evaluate_admission()
     for s in ev.sources:
         [row] = [line for line in lines if line.startswith(s.source + " ")]
         if s.payloads:
@@ -78,59 +77,34 @@ def test_the_command_prints_the_table_and_the_overall_benign_rate():
     assert f"benign notes falsely refused overall: {100 * ev.benign_rate:.1f} % ({ev.benign_refused}/{ev.benign})" in lines
     assert ("goals met" in lines) == (ev.missed_goals == [])
     assert lines[-1] == ev.note
-    as_json = json.loads(run("--committed", "--json").output)
+    as_json = json.loads(run("--json").output)
     assert as_json["recomputed"] is False and len(as_json["sources"]) == len(ev.sources)
 
 
-def test_bad_arguments_are_typed_errors():
-    with pytest.raises(InvalidArguments, match="unknown source"):
-        evaluate_admission(sources=["no-such-source"])
-    with pytest.raises(InvalidArguments, match="recomputing"):
-        evaluate_admission(recompute=False, sources=["spikee"])
-    with pytest.raises(InvalidArguments):
-        evaluate_admission(recompute="yes")
-    with pytest.raises(InvalidArguments):
-        evaluate_admission(sources="spikee")
-    result = run("--committed", "--only", "spikee")
-    assert result.exit_code == 2 and "recomputing" in result.output
+def test_the_library_reads_the_committed_result_and_runs_no_training():
+    """The library's evaluation reads a file: no arguments to recompute, no process started, and no
+    import of the training code (which is not in the wheel)."""
+    import ast
+    import inspect
 
-
-def test_without_the_training_code_the_committed_result_says_why(monkeypatch, tmp_path):
-    monkeypatch.setattr(evaluation, "_TRAINING", tmp_path)
+    assert list(inspect.signature(evaluate_admission).parameters) == []
+    tree = ast.parse(Path(evaluation.__file__).read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"subprocess", "multiprocessing", "training", "sklearn", "numpy", "scipy"}, imported
     ev = evaluate_admission()
-    assert not ev.recomputed and "training code is not here" in ev.note
-    with pytest.raises(InvalidArguments, match="cannot recompute: the training code"):
-        evaluate_admission(recompute=True)
+    assert evaluation.RECOMPUTE_COMMAND in ev.note and "python -m training.evaluate_loso" == evaluation.RECOMPUTE_COMMAND
 
 
-def test_without_the_train_extra_the_committed_result_says_why(monkeypatch):
-    monkeypatch.setattr(evaluation, "TRAIN_MODULES", ("sklearn", "pymem_no_such_module"))
-    ev = evaluate_admission()
-    assert not ev.recomputed and "train extra is not installed" in ev.note and "pymem_no_such_module" in ev.note
-    result = run()
-    assert result.exit_code == 0 and "not recomputed: the train extra is not installed" in result.output
+def test_the_command_takes_no_recompute_options_and_names_the_training_command():
+    result = CliRunner().invoke(main, ["eval", "admission", "--help"])
+    assert result.exit_code == 0 and "python -m training.evaluate_loso" in " ".join(result.output.split())
+    for gone in ("--only", "--committed"):
+        bad = run(gone) if gone == "--committed" else run(gone, "spikee")
+        assert bad.exit_code == 2 and "No such option" in bad.output
 
 
-def test_without_the_cached_source_data_nothing_is_downloaded(monkeypatch, tmp_path):
-    if any(find_spec(m) is None for m in evaluation.TRAIN_MODULES):
-        pytest.skip("the train extra is not installed here")
-    monkeypatch.setenv("PYMEM_TRAINING_CACHE", str(tmp_path))  # an empty cache
-    ev = evaluate_admission()
-    assert not ev.recomputed and "source data is not cached" in ev.note
-    assert list(tmp_path.iterdir()) == []  # and nothing was fetched into it
-
-
-@pytest.mark.slow
-def test_recomputing_one_held_out_source():
-    reason = evaluation.why_not_recomputable()
-    if reason is not None:
-        pytest.skip(reason)
-    lines: list[str] = []
-    ev = evaluate_admission(sources=["project-corpus"], progress=lines.append)
-    assert ev.recomputed and [s.source for s in ev.sources] == ["project-corpus"]
-    [got] = ev.sources
-    [committed] = [s for s in COMMITTED["sources"] if s["source"] == "project-corpus"]
-    # the same data, code and solver give the same figures as the committed run
-    assert (got.payloads_refused, got.benign_refused, got.threshold) == (
-        committed["payloads"]["combined"], committed["benign"]["combined"], committed["threshold"])
-    assert any(line.startswith("project-corpus") for line in lines)
+def test_a_malformed_committed_result_is_a_typed_error(monkeypatch):
+    monkeypatch.setattr(evaluation, "_committed", lambda: {"sources": [{"source": "x"}], "goals": {}})
+    with pytest.raises(PymemError, match="malformed"):
+        evaluate_admission()

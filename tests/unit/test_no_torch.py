@@ -1,5 +1,5 @@
 """The default install is light: no torch (nor sentence-transformers, transformers or onnxruntime)
-in what `pip install pymem` or the test extra pulls in, nor in what the default paths import."""
+in what `pip install pymem-pg` or the test extra pulls in, nor in what the default paths import."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _closure(requirements: list[str]) -> tuple[set[str], set[str]]:
         if not m:
             continue
         name, extras = _norm(m.group(1)), m.group(2)
-        if name == "pymem":  # pymem[server] inside the test extra
+        if name == _norm(project["name"]):  # pymem-pg[server] inside the test extra
             for extra in (extras or "[]").strip("[]").split(","):
                 if extra.strip():
                     todo += project["optional-dependencies"][extra.strip()]
@@ -63,7 +63,7 @@ def test_the_default_install_and_the_test_extra_pull_in_no_torch():
 @pytest.mark.slow
 def test_the_default_paths_import_no_torch_and_embed_semantically():
     code = (
-        "import sys, pymem, pymem.cli, pymem.recall, pymem.delivery.deliver, pymem.tools.eval_recall\n"
+        "import sys, pymem, pymem.cli, pymem.recall, pymem.delivery.deliver, benchmarks.eval_recall\n"
         "from pymem.embedder import get_embedder, embed_query\n"
         "e = get_embedder()\n"
         "q = embed_query(e, 'what does Alice drink in the morning?')\n"

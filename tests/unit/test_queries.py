@@ -60,3 +60,44 @@ def test_a_malformed_file_is_refused():
     with pytest.raises(ValueError):
         queries.parse("-- name: a --\n-- one\nselect 1\n-- name: a --\n-- two\nselect 2\n")  # twice
     assert queries.parse("-- name: a --\n-- one\nselect 1\n\n-- name: b --\n-- two\nselect 2\n")["b"].text == "select 2"
+
+
+# -- the write columns: one list (the vocabulary's), named by every statement filled by position --
+
+def test_every_write_statement_names_the_vocabularys_write_columns_in_order():
+    from pymem.storage.rows import WRITE_STATEMENTS
+    from pymem.vocabulary import WRITE_COLUMNS
+
+    seen = 0
+    for name in WRITE_STATEMENTS:
+        lists = queries.column_lists(queries.query(name))
+        assert lists and all(cols == WRITE_COLUMNS for cols in lists), (name, lists)
+        seen += len(lists)
+    assert seen == len(WRITE_STATEMENTS) + 1  # upsert_from_stage has its INSERT list and its SELECT list
+    # every statement of queries.sql naming memories' write columns is one of them
+    for name, q in queries.load().items():
+        if "policy_fingerprint, valid_from, invalidated_at" in " ".join(q.text.split()):
+            assert name in WRITE_STATEMENTS, name
+
+
+def _drifted(name: str, old: str, new: str) -> dict[str, str]:
+    from pymem.storage.rows import WRITE_STATEMENTS
+
+    texts = {n: queries.query(n) for n in WRITE_STATEMENTS}
+    assert old in texts[name]
+    texts[name] = texts[name].replace(old, new, 1)
+    return texts
+
+
+@pytest.mark.parametrize("name, old, new", [
+    ("copy_stage", "importance, confidence", "confidence, importance"),          # two columns swapped
+    ("upsert_from_stage", "s.importance, s.confidence", "s.confidence, s.importance"),  # its SELECT list only
+    ("create_stage", ", embedder\n", "\n"),                                         # one column dropped
+    ("replace_memories", "superseded_by, embedder)", "superseded_by)"),
+    ("insert_memories", "coalesce(%s, now()), %s, %s, %s)", "%s, coalesce(%s, now()), %s, %s)"),  # default moved
+])
+def test_a_drifted_write_statement_is_refused(name, old, new):
+    from pymem.storage.rows import check_write_statements
+
+    with pytest.raises(RuntimeError, match=name):
+        check_write_statements(_drifted(name, old, new))

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..context import Context
-from ..errors import InvalidArguments, MemoryAdmissionError
+from pymem.context import Context
+from pymem.errors import InvalidArguments, MemoryAdmissionError
 from .bench import scratch_database
 
 __all__ = ["load_locomo", "run", "format_report", "CATEGORIES", "KS"]
@@ -179,8 +179,8 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
         limit: int | None = None, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Run the evaluation (see the module docstring) in a scratch database next to `store`;
     `limit` caps the questions per conversation (a quick look)."""
-    from .. import Provenance, admit, deliver, recall, start_session
-    from ..embedder import embed_query
+    from pymem import Provenance, admit, deliver, recall, start_session
+    from pymem.embedder import embed_query
 
     conversations = load_locomo(directory)
     config = type("Config", (), {"database": database, "dims": store.embedding_dim, "keep": keep})()

@@ -58,10 +58,10 @@ from pgvector import Vector
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
-from .. import migrate
-from ..context import Context
-from ..errors import InvalidArguments, ServerError
-from ..storage.search import search_rows
+from pymem import migrate
+from pymem.context import Context
+from pymem.errors import InvalidArguments, ServerError
+from pymem.storage.search import search_rows
 
 QUERY_SHARES = (("0.1%", 0.001), ("1%", 0.01), ("10%", 0.1), ("50%", 0.5))
 BATCH = 500
@@ -222,8 +222,8 @@ class Scratch:
 def scratch_database(store, config: Any, progress: Callable[[str], None]) -> Iterator[Scratch]:
     """Create `config.database` next to `store` (dropping any earlier one), migrate it at
     `config.dims`, and drop it afterwards unless `config.keep`."""
-    from ..storage.endpoints import Endpoints
-    from ..storage.store import Store
+    from pymem.storage.endpoints import Endpoints
+    from pymem.storage.store import Store
 
     admin_dsn = with_database(store.endpoints.admin, config.database)
     app_dsn = with_database(store.endpoints.app, config.database)
@@ -523,7 +523,7 @@ def _writes(store, admin_dsn: str, data: _Data, config: BenchConfig, progress) -
 def _verify(store, admin, progress) -> dict[str, Any]:
     """Full verification of every tenant (chain and every live row re-hashed): as `pymem verify`
     runs it (pymem.verify_store), and inside the database (pymem.verify_chain) for comparison."""
-    from ..integrity.verify import JOBS, verify_store
+    from pymem.integrity.verify import JOBS, verify_store
 
     progress(f"verifying every tenant as pymem verify does ({JOBS} connections, hashing in Python)")
     report = verify_store(store)

@@ -22,12 +22,12 @@ import statistics
 import time
 from typing import Any, Callable, Iterable, Sequence
 
-from ..admission.classifier import MODEL_NAME
-from ..admission.judge import check_content
-from ..admission.model import default_model
-from ..admission.policy import AdmissionPolicy
-from ..admission.provenance import Provenance
-from ..errors import InvalidArguments
+from pymem.admission.classifier import MODEL_NAME
+from pymem.admission.judge import check_content
+from pymem.admission.model import default_model
+from pymem.admission.policy import AdmissionPolicy
+from pymem.admission.provenance import Provenance
+from pymem.errors import InvalidArguments
 
 __all__ = ["BANDS", "GOAL", "sample_notes", "measure", "run_admission_bench", "format_admission_report"]
 

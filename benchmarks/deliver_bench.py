@@ -6,7 +6,7 @@ them), `memories` memories admitted through the write gate with the lexical embe
 tagged hot), then runs `calls` deliveries of one session's turns, each with a query that recalls,
 as `pymem.deliver` and as `pymem.lessons.deliver_with_lessons` (what the service's, HTTP's and MCP's
 `deliver` runs), one after the other in rotating order. The store's connections go through a
-counting proxy (pymem.tools.wire), so each call's round trips and statements are read off the
+counting proxy (benchmarks.wire), so each call's round trips and statements are read off the
 wire; checkouts are the pool's own count of connection requests, plus the connections of the
 store's one-statement set (StatementConnections) a call takes. Reported per variant: the median
 of each count per call and the latency p50 / p95.
@@ -22,17 +22,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from ..admission.gate import admit
-from ..admission.policy import AdmissionPolicy
-from ..admission.provenance import Provenance
-from ..admission.trust import AdapterTrustPolicy
-from ..context import Context
-from ..delivery.deliver import deliver
-from ..delivery.sessions import start_session
-from ..delivery.tiers import TrustTiers
-from ..embedder import LexicalEmbedder
-from ..lessons import deliver_with_lessons, file_lesson
-from ..errors import InvalidArguments
+from pymem.admission.gate import admit
+from pymem.admission.policy import AdmissionPolicy
+from pymem.admission.provenance import Provenance
+from pymem.admission.trust import AdapterTrustPolicy
+from pymem.context import Context
+from pymem.delivery.deliver import deliver
+from pymem.delivery.sessions import start_session
+from pymem.delivery.tiers import TrustTiers
+from pymem.embedder import LexicalEmbedder
+from pymem.lessons import deliver_with_lessons, file_lesson
+from pymem.errors import InvalidArguments
 from .bench import scratch_database, server_facts
 from .wire import WireCounter
 
@@ -116,8 +116,8 @@ class _Meter:
 
 def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Run the benchmark next to `store` (same server, its own database); returns the report."""
-    from ..storage.endpoints import Endpoints
-    from ..storage.store import Store
+    from pymem.storage.endpoints import Endpoints
+    from pymem.storage.store import Store
 
     config.check()
     started = time.perf_counter()

@@ -234,9 +234,9 @@ def _summary(idle: dict[str, list[float]], loaded: dict[str, list[float]]) -> di
 
 def decision_times() -> dict[str, float]:
     """The gate's content check on one 64 KiB note, whitespace-free and prose (ms, best of 3)."""
-    from ..admission.judge import check_content
-    from ..admission.policy import AdmissionPolicy
-    from ..admission.provenance import Provenance
+    from pymem.admission.judge import check_content
+    from pymem.admission.policy import AdmissionPolicy
+    from pymem.admission.provenance import Provenance
     from .admission_bench import _note
 
     policy, prov = AdmissionPolicy(), Provenance.from_json({"origin": "user_asserted"})

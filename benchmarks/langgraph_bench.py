@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from pgvector import Vector
 
-from ..context import Context
+from pymem.context import Context
 from .bench import BenchConfig, _Data, scratch_database, server_facts
 
 SHARES = (("0.1%", "share-0_1", 0.001), ("1%", "share-1", 0.01), ("10%", "share-10", 0.1), ("50%", "share-50", 0.5))
@@ -83,7 +83,7 @@ def run(store, config: LangGraphBenchConfig, progress: Callable[[str], None] = l
     """Run the comparison next to `store` (same server, its own database); returns the report."""
     from langgraph.store.postgres import PostgresStore
 
-    from ..langgraph import PymemStore
+    from pymem.langgraph import PymemStore
 
     config.check()
     started = time.perf_counter()

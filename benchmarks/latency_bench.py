@@ -35,18 +35,18 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from ..admission.gate import admit
-from ..admission.policy import AdmissionPolicy
-from ..admission.provenance import Provenance
-from ..admission.trust import AdapterTrustPolicy
-from ..context import Context
-from ..delivery.deliver import deliver
-from ..delivery.sessions import start_session
-from ..delivery.tiers import TrustTiers
-from ..embedder import Embedder, embed_query, get_embedder
-from ..errors import InvalidArguments
-from ..recall import candidate_count, clear_verdicts, recall
-from ..storage.search import search_rows
+from pymem.admission.gate import admit
+from pymem.admission.policy import AdmissionPolicy
+from pymem.admission.provenance import Provenance
+from pymem.admission.trust import AdapterTrustPolicy
+from pymem.context import Context
+from pymem.delivery.deliver import deliver
+from pymem.delivery.sessions import start_session
+from pymem.delivery.tiers import TrustTiers
+from pymem.embedder import Embedder, embed_query, get_embedder
+from pymem.errors import InvalidArguments
+from pymem.recall import candidate_count, clear_verdicts, recall
+from pymem.storage.search import search_rows
 from .bench import scratch_database, server_facts
 
 __all__ = ["LatencyBenchConfig", "FixedQueryEmbedder", "VARIANTS", "TARGETS_MS", "run", "format_report"]
