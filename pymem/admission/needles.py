@@ -1,0 +1,272 @@
+"""The literals a regular expression cannot match without: a cheap test before the expensive one.
+
+Why it exists. The write gate runs every instruction signature over several normalised forms of a
+note, and Python's `re` crawls through a long text at a few MB/s per signature; `str.__contains__`
+looks for a fixed string at hundreds of MB/s. Most signatures cannot match without one of a few
+words ("ignore", "override", "from now on" ...), and an ordinary note holds none of them. So each
+signature carries its *needles*: a set of strings such that every match of its pattern contains at
+least one of them. A form holding none of a signature's needles cannot match it, and the
+signature's expression is not run on that form; every other form is searched in full, so nothing
+is scanned less: the needles decide only where the search would certainly find nothing.
+
+How they are derived. From the pattern's own parse tree (the standard library's regex parser),
+never written by hand, so they cannot drift from the pattern:
+
+- a run of literal characters (zero-width assertions inside it, such as `\\b`, do not break it:
+  they consume nothing) must appear whole;
+- a group, an atomic group or a repetition with a minimum of one or more requires what its body
+  requires; a repetition that may be empty requires nothing;
+- an alternation requires one of what its branches require (nothing, if any branch requires
+  nothing);
+- a sequence requires what any one of its parts requires: the part whose needles are rarest is
+  kept (the longest shortest needle, then the fewest needles).
+
+Anything the derivation does not understand (a character class, a back-reference, case-insensitive
+matching) requires nothing, so the worst a new construct can do is make a signature always run.
+A signature whose pattern requires nothing has no needles and always runs. tests/unit/
+test_needles.py checks, over the signature table and random expressions, that every match found
+contains one of its needles.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Union
+from re import _constants as C  # noqa: N812 (the parser's opcode names)
+from re import _parser
+
+__all__ = ["Need", "All", "Any_", "Lookups", "needles", "present", "strings_of"]
+
+
+_ZERO_WIDTH = (C.AT, C.ASSERT, C.ASSERT_NOT)
+_REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT)
+
+
+#: A derived requirement: a string that must occur, all of several requirements, or one of several.
+Need = Union[str, "All", "Any"]
+
+
+@dataclass(frozen=True, slots=True)
+class All:
+    parts: tuple["Need", ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Any_:
+    parts: tuple["Need", ...]
+
+
+def needles(pattern: re.Pattern[str]) -> "Need | None":
+    """What every match of `pattern` contains (a string, All of, or Any of requirements), or None
+    when nothing is known."""
+    if not isinstance(pattern.pattern, str) or pattern.flags & re.IGNORECASE:
+        return None
+    return _sequence(_parser.parse(pattern.pattern, pattern.flags))
+
+
+class Lookups:
+    """The look-ups of needles in one text, shared by every pattern checked against it.
+
+    Each string is looked for once. Before the text itself is searched, two cheaper tests that
+    can only say no: a string holding a character the text lacks is absent; and a string's
+    longest run of letters a-z lies inside one of the text's maximal runs of letters a-z, so when
+    no distinct run holds it (searched in the runs joined by newlines, a few kilobytes where the
+    text has tens) the string is absent too."""
+
+    __slots__ = ("text", "chars", "found", "_words")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.chars = frozenset(text)
+        self.found: dict[str, bool] = {}
+        self._words: str | None = None
+
+    def has(self, needle: str) -> bool:
+        hit = self.found.get(needle)
+        if hit is None:
+            hit = self.found[needle] = self._may_hold(needle) and needle in self.text
+        return hit
+
+    def _may_hold(self, needle: str) -> bool:
+        if not self.chars.issuperset(needle):
+            return False
+        core = max(_LETTERS.findall(needle), key=len, default="")
+        if len(core) < 3:
+            return True
+        if self._words is None:
+            self._words = "\n".join(set(_LETTERS.findall(self.text)))
+        return core in self._words
+
+
+_LETTERS = re.compile(r"[a-z]+")
+
+
+def present(need: "Need | None", text: "str | Lookups") -> bool:
+    """Whether `text` may match the pattern `need` was derived from (always True for None). Pass a
+    Lookups to share the look-ups in one text between several patterns."""
+    if need is None:
+        return True
+    return _holds(need, text if isinstance(text, Lookups) else Lookups(text))
+
+
+def _holds(need: "Need", lookups: Lookups) -> bool:
+    if isinstance(need, str):
+        return lookups.has(need)
+    if isinstance(need, All):
+        return all(_holds(p, lookups) for p in need.parts)
+    return any(_holds(p, lookups) for p in need.parts)
+
+
+def strings_of(need: "Need | None") -> set[str]:
+    """Every string `need` mentions (for tests and for reading)."""
+    if need is None:
+        return set()
+    if isinstance(need, str):
+        return {need}
+    return set().union(*(strings_of(p) for p in need.parts))
+
+
+#: Largest set of strings a run of adjacent elements is spelled out as (beyond it, a run is cut).
+_CAP = 256
+#: Largest character class spelled out as its characters.
+_CLASS_CAP = 64
+#: Every character `\s` matches in a str pattern: those of str.isspace(), all below U+3100
+#: (tests/unit/test_needles.py checks the whole code space).
+_SPACE = tuple(c for c in map(chr, range(0x3100)) if c.isspace())
+
+
+def _all(parts: list["Need"]) -> "Need | None":
+    # The requirements with the fewest strings first: they are the cheapest to look for, and the
+    # first one missing settles the question.
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else All(tuple(sorted(parts, key=lambda p: len(strings_of(p)))))
+
+
+def _flush(run: set[str], parts: list["Need"]) -> None:
+    # A run that may be empty guarantees nothing; otherwise one of its spellings occurs.
+    if run and "" not in run:
+        parts.append(next(iter(run)) if len(run) == 1 else Any_(tuple(sorted(run))))
+
+
+def _sequence(items) -> "Need | None":
+    r"""Every part of a sequence is required: all of what each part requires. Adjacent parts whose
+    spellings are few (literals, small classes and groups of them) are spelled out together, so
+    "act\s+as" requires "act " or "act\n" ..., not "act" and "as" apart."""
+    parts: list[Need] = []
+    run: set[str] = {""}
+    for op, av in items:
+        if op in _ZERO_WIDTH:
+            continue  # consumes nothing: the strings either side are adjacent in every match
+        spelled = _spellings(op, av)
+        if spelled is not None:
+            run = _join(run, spelled, parts)
+            continue
+        if op in _REPEATS and av[0] >= 1 and av[2] and (body := _language(av[2])) is not None:
+            # At least one repetition of a body with few spellings: the first repetition follows
+            # what came before, the last one precedes what comes after.
+            run = _join(run, body, parts)
+            _flush(run, parts)
+            run = set(body)
+            continue
+        _flush(run, parts)
+        run = {""}
+        found = _item(op, av)
+        if found is not None:
+            parts.append(found)
+    _flush(run, parts)
+    return _all(parts)
+
+
+def _join(run: set[str], spelled: set[str], parts: list["Need"]) -> set[str]:
+    if len(run) * len(spelled) > _CAP:
+        _flush(run, parts)
+        return set(spelled)
+    return {a + b for a in run for b in spelled}
+
+
+def _language(items) -> "set[str] | None":
+    """Every string a sequence can match, when they are few; else None."""
+    out: set[str] = {""}
+    for op, av in items:
+        if op in _ZERO_WIDTH:
+            continue
+        spelled = _spellings(op, av)
+        if spelled is None or len(out) * len(spelled) > _CAP:
+            return None
+        out = {a + b for a in out for b in spelled}
+    return out
+
+
+def _spellings(op, av) -> "set[str] | None":
+    """Every string one element can match, when they are few; else None."""
+    if op is C.LITERAL:
+        return {chr(av)}
+    if op is C.IN:
+        return _class(av)
+    if op is C.SUBPATTERN:
+        return None if av[1] & re.IGNORECASE else _language(av[3])
+    if op is C.ATOMIC_GROUP:
+        return _language(av)
+    if op is C.BRANCH:
+        out: set[str] = set()
+        for branch in av[1]:
+            found = _language(branch)
+            if found is None or len(out) + len(found) > _CAP:
+                return None
+            out |= found
+        return out
+    if op in _REPEATS:
+        low, high, body = av
+        if high > 4:
+            return None
+        lang = _language(body)
+        if lang is None:
+            return None
+        out, power = set(), {""}
+        for k in range(high + 1):
+            if k >= low:
+                out |= power
+            if k < high:
+                if len(power) * len(lang) > _CAP:
+                    return None
+                power = {a + b for a in power for b in lang}
+        return out if len(out) <= _CAP else None
+    return None
+
+
+def _class(items) -> "set[str] | None":
+    chars: set[str] = set()
+    for op, av in items:
+        if op is C.LITERAL:
+            chars.add(chr(av))
+        elif op is C.RANGE and av[1] - av[0] < _CLASS_CAP:
+            chars.update(map(chr, range(av[0], av[1] + 1)))
+        elif op is C.CATEGORY and av is C.CATEGORY_SPACE:
+            chars.update(_SPACE)
+        else:
+            return None  # a negated class, \w, \d ...: too many characters to spell out
+    return chars if len(chars) <= _CLASS_CAP else None
+
+
+def _item(op, av) -> "Need | None":
+    if op is C.SUBPATTERN:
+        _group, add_flags, _del_flags, body = av
+        return None if add_flags & re.IGNORECASE else _sequence(body)
+    if op is C.ATOMIC_GROUP:
+        return _sequence(av)
+    if op in _REPEATS:
+        low, _high, body = av
+        return _sequence(body) if low >= 1 else None
+    if op is C.BRANCH:
+        # One branch matches, so what that branch requires is present: any of the branches'
+        # requirements (nothing, if some branch requires nothing).
+        branches = []
+        for branch in av[1]:
+            found = _sequence(branch)
+            if found is None:
+                return None
+            branches.append(found)
+        return Any_(tuple(branches))
+    return None
