@@ -239,6 +239,7 @@ _NEEDS_DEST = {id(p) for p in SIGNALS[EXFIL][:2]}
 # whose needles are absent is not searched (it could find nothing). Short texts are searched
 # directly: looking for needles costs more there than the search it saves.
 _NEEDLES = {id(p): needles(p) for pats in SIGNALS.values() for p in pats}
+_NEEDLES_SINGLE = {id(p): needles(p, single_spaced=True) for pats in SIGNALS.values() for p in pats}
 _LONG = 2048
 
 
@@ -246,7 +247,8 @@ def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list) -
     """`has_dest` is [whether the text holds a sign of a destination (None until looked),
     the text's Lookups (None for a short text)]."""
     for p in patterns:
-        if has_dest[1] is not None and not present(_NEEDLES[id(p)], has_dest[1]):
+        lookups = has_dest[1]
+        if lookups is not None and not present((_NEEDLES_SINGLE if lookups.single_spaced else _NEEDLES)[id(p)], lookups):
             continue
         if id(p) in _NEEDS_DEST:
             if has_dest[0] is None:
