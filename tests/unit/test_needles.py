@@ -68,20 +68,31 @@ def test_every_match_in_the_corpora_holds_its_needles(source):
         assert checked
 
 
-def test_a_payload_at_the_end_of_a_long_note_is_found():
+def _full_scan(text: str) -> str | None:
+    """scan_text as it was before needles: every signature searched over every form."""
+    forms, squashed = variants(text)
+    for sig in INSTRUCTION_SIGNATURES:
+        if any(sig.search(form) for form in forms):
+            return sig.name
+    for sig in SQUASHED_SIGNATURES:
+        if sig.search(squashed):
+            return sig.name
+    return None
+
+
+def test_a_payload_at_the_end_of_a_long_note_is_found_as_before():
     from helpers.poisoning_corpus import PAYLOADS
     from pymem.tools.admission_bench import _note
     import random
 
     prose = _note(random.Random(3), 65536)[:65536]
     found = 0
-    for _, payload in PAYLOADS:
-        alone = scan_text(payload)
-        if alone is None:
-            continue
-        assert scan_text(prose + "\n" + payload) is not None
-        found += 1
-    assert found > 20
+    for _, payload in PAYLOADS[::3]:
+        text = prose + "\n" + payload
+        expected = _full_scan(text)
+        assert scan_text(text) == expected
+        found += expected is not None
+    assert found > 10
 
 
 def test_every_form_is_single_spaced():
