@@ -52,17 +52,22 @@ _BIG_ENDIAN = sys.byteorder == "big"
 
 
 def word_buckets(text: str, spec: FeatureSpec) -> set[int]:
+    # Each distinct token and token pair is hashed once: a long text repeats most of them, and the
+    # de-duplication runs in C (a set of the tokens, of the pairs) where the hashing runs in Python.
     mask = spec.mask
-    hashes = [crc32(t.encode(), _WORD_SEED[0]) for t in _TOKEN.findall(text)]
+    tokens = _TOKEN.findall(text)
+    seed = _WORD_SEED[0]
+    table = {t: crc32(t.encode(), seed) for t in set(tokens)}
+    hashes = list(map(table.__getitem__, tokens))
     out = set()
     orders = spec.word_orders
     if 1 in orders:
-        out.update(h & mask for h in hashes)
+        out.update(h & mask for h in table.values())
     if 2 in orders and len(hashes) > 1:
-        out.update((crc32(b"\x01", h) ^ (g * 0x9E3779B1)) & mask for h, g in zip(hashes, hashes[1:]))
+        out.update((crc32(b"\x01", h) ^ (g * 0x9E3779B1)) & mask for h, g in set(zip(hashes, hashes[1:])))
     if 3 in orders and len(hashes) > 2:
         out.update((crc32(b"\x02", h) ^ (g * 0x85EBCA6B) ^ (k * 0xC2B2AE35)) & mask
-                   for h, g, k in zip(hashes, hashes[1:], hashes[2:]))
+                   for h, g, k in set(zip(hashes, hashes[1:], hashes[2:])))
     return out
 
 
@@ -84,9 +89,10 @@ def char_buckets(text: str, spec: FeatureSpec) -> set[int]:
 def _quad_buckets(data: bytes, bits: int) -> set[int]:
     """Buckets of every 4-byte window: the window read as a little-endian uint32, spread by a
     multiplicative (Fibonacci) hash, top `bits` bits kept. Four offset views of the bytes cover
-    every window without a Python-level call per window."""
+    every window without a Python-level call per window, and each distinct window (a set of the
+    views' integers, built in C) is hashed once."""
     shift = 32 - bits
-    out: set[int] = set()
+    windows: set[int] = set()
     for offset in range(4):
         usable = (len(data) - offset) // 4 * 4
         if usable <= 0:
@@ -95,8 +101,8 @@ def _quad_buckets(data: bytes, bits: int) -> set[int]:
         words.frombytes(data[offset:offset + usable])
         if _BIG_ENDIAN:
             words.byteswap()
-        out.update(((x * 0x9E3779B1) & 0xFFFFFFFF) >> shift for x in words)
-    return out
+        windows.update(words)
+    return {((x * 0x9E3779B1) & 0xFFFFFFFF) >> shift for x in windows}
 
 
 def extract(text: str, spec: FeatureSpec) -> tuple[set[int], set[int]]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .needles import Lookups
 from .normalise import variants
 from .pieces import MAX_DEPTH, TOO_DEEP, TooDeep, strings
 from .signatures import INSTRUCTION_SIGNATURES, SQUASHED_SIGNATURES
@@ -47,12 +48,16 @@ def scan_text(text: str) -> str | None:
     if not text:
         return None
     forms, squashed = variants(text)
+    # A signature is searched for in every form that holds its needles, and only there: a form
+    # without them cannot match it (pymem.admission.needles), so the answer is the same.
+    looked = [(form, Lookups(form)) for form in forms]
     for sig in INSTRUCTION_SIGNATURES:
-        for form in forms:
-            if sig.search(form):
+        for form, lookups in looked:
+            if sig.may_match(lookups) and sig.search(form):
                 return sig.name
+    lookups = Lookups(squashed)
     for sig in SQUASHED_SIGNATURES:
-        if sig.search(squashed):
+        if sig.may_match(lookups) and sig.search(squashed):
             return sig.name
     return None
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import re
 
+from .needles import Lookups, needles, present
+
 __all__ = ["SIGNALS", "SIGNAL_NAMES", "detect", "decisive"]
 
 ADDRESSED = "signal.addressed_to_agent"
@@ -233,8 +235,21 @@ _DEST_HINT = re.compile(
 _NEEDS_DEST = {id(p) for p in SIGNALS[EXFIL][:2]}
 
 
-def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list[bool | None]) -> bool:
+# What every match of each pattern contains (pymem.admission.needles): in a long text, a pattern
+# whose needles are absent is not searched (it could find nothing). Short texts are searched
+# directly: looking for needles costs more there than the search it saves.
+_NEEDLES = {id(p): needles(p) for pats in SIGNALS.values() for p in pats}
+_NEEDLES_SINGLE = {id(p): needles(p, single_spaced=True) for pats in SIGNALS.values() for p in pats}
+_LONG = 2048
+
+
+def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list) -> bool:
+    """`has_dest` is [whether the text holds a sign of a destination (None until looked),
+    the text's Lookups (None for a short text)]."""
     for p in patterns:
+        lookups = has_dest[1]
+        if lookups is not None and not present((_NEEDLES_SINGLE if lookups.single_spaced else _NEEDLES)[id(p)], lookups):
+            continue
         if id(p) in _NEEDS_DEST:
             if has_dest[0] is None:
                 has_dest[0] = _DEST_HINT.search(text) is not None
@@ -248,7 +263,7 @@ def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list[bo
 def detect(text: str, names: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """The names of the signals present in one normalised text, in SIGNAL_NAMES order (only
     those in `names`, when given)."""
-    has_dest: list[bool | None] = [None]
+    has_dest: list = [None, Lookups(text) if len(text) >= _LONG else None]
     return tuple(n for n in (SIGNAL_NAMES if names is None else names) if _present(SIGNALS[n], text, has_dest))
 
 

@@ -10,7 +10,9 @@ asks for a refund, send the policy link"). Store them descriptively ("the user w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from .needles import Lookups, Need, needles, present
 
 __all__ = ["Signature", "INSTRUCTION_SIGNATURES", "SQUASHED_SIGNATURES"]
 
@@ -142,6 +144,20 @@ class Signature:
     pattern: re.Pattern[str]
     also: re.Pattern[str] | None = None
     description: str = ""
+    #: What every match of `pattern` contains (pymem.admission.needles), derived from it: a text
+    #: without it is not searched, since the search could find nothing there.
+    #: `needs` for a text in which no two whitespace characters are adjacent (a normalised form).
+    needs: Need | None = field(default=None, compare=False)
+    needs_single_spaced: Need | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.needs is None:
+            object.__setattr__(self, "needs", needles(self.pattern))
+            object.__setattr__(self, "needs_single_spaced", needles(self.pattern, single_spaced=True))
+
+    def may_match(self, lookups: Lookups) -> bool:
+        """False only when the text `lookups` reads cannot match (it lacks the needles)."""
+        return present(self.needs_single_spaced if lookups.single_spaced else self.needs, lookups)
 
     def search(self, text: str) -> re.Match[str] | None:
         for m in self.pattern.finditer(text):

@@ -25,7 +25,7 @@ from pymem.admission.pieces import pieces
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pymem" / "admission"
 #: The classifier's modules, and the only modules of pymem they may import (all pure).
-CLASSIFIER_MODULES = ("classifier", "features", "model", "pieces", "signals", "normalise")
+CLASSIFIER_MODULES = ("classifier", "features", "model", "pieces", "signals", "normalise", "needles")
 
 
 def signals(text: str) -> tuple[str, ...]:
