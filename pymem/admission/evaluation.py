@@ -19,11 +19,12 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import InvalidArguments, PymemError
 from .model import weights_sha256
@@ -169,7 +170,7 @@ def _recompute(sources: Sequence[str] | None, progress: Callable[[str], None] | 
             tail: list[str] = []
             for line in proc.stderr:  # type: ignore[union-attr]
                 line = line.rstrip()
-                tail = (tail + [line])[-20:]
+                tail = ([*tail, line])[-20:]
                 if progress is not None and line:
                     progress(line)
         if proc.returncode != 0 or not out.is_file():

@@ -29,15 +29,17 @@ import decimal
 import hashlib
 import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from .classifier import classify
-from .scanning import instruction_shaped
 from ..errors import InvalidArguments, MemoryAdmissionError
+from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS
+from ..vocabulary import canonical_json as _canonical_json
+from .classifier import classify
 from .policy import AdmissionPolicy
 from .provenance import Origin, Provenance
-from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS, canonical_json as _canonical_json
+from .scanning import instruction_shaped
 
 __all__ = [
     "Decision",
@@ -166,7 +168,7 @@ def check_content(record: Mapping[str, Any], provenance: Provenance, policy: Adm
 content_check = check_content
 
 
-def _believed(verb: str, origin: Origin, rule, given: float | None, policy: AdmissionPolicy) -> "Decision":
+def _believed(verb: str, origin: Origin, rule, given: float | None, policy: AdmissionPolicy) -> Decision:
     """A positive Decision at the confidence the rule believes, saying when it capped `given`."""
     confidence = rule.cap(given)
     capped = given is not None and confidence < given
@@ -175,7 +177,7 @@ def _believed(verb: str, origin: Origin, rule, given: float | None, policy: Admi
 
 
 def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy,
-                    *, current: bool) -> "Decision | None":
+                    *, current: bool) -> Decision | None:
     """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
     then the origin's rule (persists at all, citation, injection source)."""
     origin = provenance.origin
@@ -316,7 +318,7 @@ def _guard_verdict(guard: Any, text: str) -> tuple[bool, str | None]:
     """
     try:
         result = guard.check_input(text)
-    except Exception as exc:  # a guard that fails must fail closed
+    except Exception as exc:  # noqa: BLE001 - a guard that fails must fail closed
         return False, _short(getattr(exc, "reason", None)) or f"raised {type(exc).__name__}"
     if isinstance(result, Mapping):
         reason = _short(result.get("reason"))

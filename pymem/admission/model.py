@@ -81,7 +81,7 @@ def encode(*, name: str, spec: FeatureSpec, bias: float, weights: dict[int, floa
     scale = peak / 32767.0
     idx, vals, prev = array("I"), array("h"), 0
     for i, v in items:
-        q = int(round(v / scale))
+        q = round(v / scale)
         if q == 0:
             continue
         idx.append(i - prev)
@@ -118,7 +118,7 @@ def _decode(data: bytes) -> Model:
         scale = float(header["scale"])
         weights = array("f", bytes(4 * (1 << spec.bits)))
         pos = 0
-        for d, q in zip(idx, vals):
+        for d, q in zip(idx, vals, strict=True):
             pos += d
             weights[pos] = q * scale
         return Model(

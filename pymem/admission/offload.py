@@ -16,6 +16,7 @@ Without `install` (the library, the CLI) everything runs in-process.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
 import threading
@@ -37,10 +38,8 @@ _pool: concurrent.futures.ProcessPoolExecutor | None = None
 
 
 def _start_worker() -> None:
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         os.nice(WORKER_NICENESS)
-    except (AttributeError, OSError):
-        pass
     from .model import default_model
 
     default_model()  # loaded once per worker, before the first note

@@ -13,8 +13,9 @@ cannot have one) is worse than none, because it looks like a claim that was chec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InvalidArguments
 from ..vocabulary import Origin
@@ -98,7 +99,7 @@ class Provenance:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Provenance":
+    def from_json(cls, data: Mapping[str, Any]) -> Provenance:
         """Inverse of `to_json`. Unknown keys are refused rather than dropped: a stored
         provenance with fields this version does not understand must not silently lose them."""
         if not isinstance(data, Mapping):

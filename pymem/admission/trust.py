@@ -14,8 +14,9 @@ change it between calls.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import InvalidArguments
 from ..vocabulary import MAX_NAME
@@ -84,7 +85,7 @@ class AdapterTrustPolicy:
         return f"untrusted adapter {source_adapter}" if source_adapter is not None else "untrusted: untagged row"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "AdapterTrustPolicy":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> AdapterTrustPolicy:
         """From ``PYMEM_TRUSTED_ADAPTERS`` (comma-separated names) and ``PYMEM_TRUST_UNTAGGED``
         (boolean, default true). Empty variables count as unset."""
         env = os.environ if environ is None else environ
