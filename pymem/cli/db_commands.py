@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import click
 
-from .. import (Settings, admin_connection, bind_login, database_status, get_embedder, list_bindings, load_or_create_key,
-               parse_scope_pairs, reembed, register_signing_key, stop_embedded, unbind_login, upgrade_schema, upgrade_sql)
+from .. import (
+    Settings,
+    admin_connection,
+    bind_login,
+    database_status,
+    get_embedder,
+    list_bindings,
+    load_or_create_key,
+    parse_scope_pairs,
+    reembed,
+    register_signing_key,
+    stop_embedded,
+    unbind_login,
+    upgrade_schema,
+    upgrade_sql,
+)
 from .common import PymemCommandError, echo_json, handle_errors, json_option, open_store, stderr
 
 

@@ -7,9 +7,26 @@ import json
 
 import click
 
-from .. import (SURFACES, Context, MemoryAdmissionError, Provenance, PymemError, deliver_with_lessons, end_session,
-                erase, erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections,
-                recall_session, replace_summary, session_injections, start_session, supersede)
+from .. import (
+    SURFACES,
+    Context,
+    MemoryAdmissionError,
+    Provenance,
+    PymemError,
+    deliver_with_lessons,
+    end_session,
+    erase,
+    erase_session,
+    inspect_memories,
+    inspect_memory,
+    list_sessions,
+    memory_injections,
+    recall_session,
+    replace_summary,
+    session_injections,
+    start_session,
+    supersede,
+)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, audit_group, report_refusal
 

@@ -7,9 +7,23 @@ from pathlib import Path
 
 import click
 
-from .. import (LESSON_TYPES, ORIGINS, Context, ConventionConflict, MemoryAdmissionError, active_conventions,
-                check_conventions, file_lesson, file_review_correction, follow, lessons_for_task, list_lessons,
-                publish, retire_convention, subscribe)
+from .. import (
+    LESSON_TYPES,
+    ORIGINS,
+    Context,
+    ConventionConflict,
+    MemoryAdmissionError,
+    active_conventions,
+    check_conventions,
+    file_lesson,
+    file_review_correction,
+    follow,
+    lessons_for_task,
+    list_lessons,
+    publish,
+    retire_convention,
+    subscribe,
+)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 from .memory_commands import _embedder, _short, report_refusal
 
@@ -182,7 +196,7 @@ def conventions_file(rule: str, subject: str, base_commit: str, assertion: str, 
             if as_json:
                 echo_json({"decision": "refused", "reason": str(exc), "receipt_id": exc.receipt_id,
                            "conflicting_id": exc.conflicting_id})
-                raise SystemExit(1)
+                raise SystemExit(1) from None
             raise
     if as_json:
         echo_json(filed.to_json())

@@ -14,8 +14,19 @@ from typing import Any, TextIO
 
 import click
 
-from .. import (Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, history,
-               recall, refusals, tier_of)
+from .. import (
+    Context,
+    InvalidArguments,
+    MemoryAdmissionError,
+    Origin,
+    Provenance,
+    PymemError,
+    admit,
+    history,
+    recall,
+    refusals,
+    tier_of,
+)
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])

@@ -6,8 +6,9 @@ They need the `server` extra (pip install 'pymem[server]'); without it they say 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
