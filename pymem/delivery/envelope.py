@@ -21,8 +21,9 @@ import datetime as _dt
 import hashlib
 import json
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["DigestEntry", "DeliveredItem", "DeliveredLesson", "escape", "render", "timestamp", "HEADER", "OPEN", "CLOSE",
            "STALE_AFTER_DAYS"]
@@ -122,7 +123,7 @@ class DeliveredLesson:
 
 def timestamp(value: _dt.datetime) -> str:
     """UTC, to the second, with a Z: one spelling for every time in the block."""
-    return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _escape_char(char: str) -> str:

@@ -12,8 +12,9 @@ records back; an auditor login reads every tenant's.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import class_row
@@ -97,7 +98,7 @@ def _check_turn(turn: Any) -> int | None:
     return turn
 
 
-def session_injections(memories: "Memories", session_id: str, *, turn: int | None = None, all_turns: bool = False,
+def session_injections(memories: Memories, session_id: str, *, turn: int | None = None, all_turns: bool = False,
                        conn: psycopg.Connection | None = None) -> list[Injection]:
     """What a session's turn had injected: the records of `turn`, else (by default) of the last
     recorded turn, else with `all_turns` every record; oldest first."""
@@ -115,7 +116,7 @@ def session_injections(memories: "Memories", session_id: str, *, turn: int | Non
         return cur.fetchall()
 
 
-def memory_injections(memories: "Memories", memory_id: str, *,
+def memory_injections(memories: Memories, memory_id: str, *,
                       conn: psycopg.Connection | None = None) -> list[MemoryInjection]:
     """Every turn (of any session in this context) that a memory entered, oldest first."""
     check_id(memory_id, "memory id")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..errors import InvalidArguments
 

@@ -23,14 +23,16 @@ every injection.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InvalidArguments
 from ..vocabulary import Origin, canonical_json
@@ -118,7 +120,7 @@ class TrustTiers:
             if not isinstance(rule, TierRule):
                 raise InvalidArguments(f"the rule for tier {str(key)[:40]} must be a TierRule")
             table[_tier(key)] = rule
-        for higher, lower in zip(TIER_ORDER, TIER_ORDER[1:]):
+        for higher, lower in itertools.pairwise(TIER_ORDER):
             if table[lower].weight > table[higher].weight:
                 raise InvalidArguments(f"tier {lower.value} cannot weigh more than {higher.value} "
                                        f"({table[lower].weight:g} > {table[higher].weight:g})")
@@ -133,7 +135,7 @@ class TrustTiers:
     def auto(self, tier: Tier | str) -> bool:
         return self.rule_for(tier).auto
 
-    def with_rules(self, **changes: Any) -> "TrustTiers":
+    def with_rules(self, **changes: Any) -> TrustTiers:
         """A new value with some tiers changed: a TierRule, a mapping of its fields, a number (the
         weight) or False (not injected automatically)."""
         table = dict(self.rules)
@@ -154,7 +156,7 @@ class TrustTiers:
                 raise InvalidArguments(f"the rule for tier {tier.value} must be a TierRule, a mapping, a weight or False")
         return TrustTiers(table)
 
-    def exclude(self, *tiers: Tier | str) -> "TrustTiers":
+    def exclude(self, *tiers: Tier | str) -> TrustTiers:
         """A new value that injects none of `tiers` automatically."""
         return self.with_rules(**{_tier(t).value: False for t in tiers})
 
@@ -176,7 +178,7 @@ class TrustTiers:
         return f"TrustTiers(fingerprint={self.fingerprint!r})"
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, base: "TrustTiers | None" = None) -> "TrustTiers":
+    def from_json(cls, data: Mapping[str, Any], *, base: TrustTiers | None = None) -> TrustTiers:
         """From {"version": 1, "tiers": {"tool": {"weight": 0.5, "auto": false}}, "exclude": ["external"]}
         (all keys optional), applied over `base` (default: the defaults); `to_json`'s output is accepted."""
         if not isinstance(data, Mapping):
@@ -199,7 +201,7 @@ class TrustTiers:
         return tiers.exclude(*exclude) if exclude else tiers
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> "TrustTiers":
+    def from_file(cls, path: str | os.PathLike[str]) -> TrustTiers:
         p = Path(path)
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
@@ -213,7 +215,7 @@ class TrustTiers:
             raise InvalidArguments(f"trust tiers file {str(p)!r}: {exc}") from None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "TrustTiers":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TrustTiers:
         """`PYMEM_TIERS_FILE` (JSON, see `from_json`) first, then `PYMEM_TIERS_EXCLUDE`
         (comma-separated tiers not injected automatically). Empty variables count as unset."""
         env = os.environ if environ is None else environ

@@ -10,7 +10,8 @@ sessions, so it must not be able to speak to them.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..admission.scanning import instruction_shaped
 from ..errors import InvalidArguments
