@@ -20,9 +20,10 @@ import base64
 import datetime as _dt
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Protocol
 
 import psycopg
 from psycopg.rows import dict_row
@@ -65,7 +66,7 @@ class Checkpoint:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, data: Any) -> "Checkpoint":
+    def from_json(cls, data: Any) -> Checkpoint:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} record")
         fields = {k: data[k] for k in ("tenant", "seq", "chain_hash", "head_at", "taken_at", "database",
@@ -149,7 +150,7 @@ class CheckpointReport:
 
 
 def _iso(value: _dt.datetime) -> str:
-    return value.astimezone(_dt.timezone.utc).isoformat()
+    return value.astimezone(_dt.UTC).isoformat()
 
 
 def check_checkpoints(conn: psycopg.Connection, checkpoints: Iterable[Checkpoint], *, trusted_key: str,

@@ -10,16 +10,17 @@ pymem.integrity.hashing turns each raw row into the bytes its hash covers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from .. import queries
 from . import hashing
-from .streamed import FETCH, Entry, Row, verify_streamed
 from .reports import VerifyReport
+from .streamed import FETCH, Entry, Row, verify_streamed
 
 
 def _stream(conn: psycopg.Connection, text: str, params: tuple) -> Iterator[dict[str, Any]]:

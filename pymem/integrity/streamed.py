@@ -24,12 +24,14 @@ function, so a function replaced inside the database cannot vouch for itself.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import queue
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -369,7 +371,7 @@ def _id_ranges(conn: psycopg.Connection, tenant: str, rows: int) -> list[tuple[s
         if row is not None and (not cuts or row[0] > cuts[-1]):
             cuts.append(row[0])
     bounds: Sequence[str | None] = [None, *cuts, None]
-    return list(zip(bounds[:-1], bounds[1:]))
+    return list(itertools.pairwise(bounds))
 
 
 __all__ = ["DatabaseBytes", "Entry", "Row", "verify_streamed", "RANGE"]

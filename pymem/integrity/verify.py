@@ -24,9 +24,8 @@ def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyR
     `conn` is an app connection when `tenant` is given, else an auditor or admin connection.
     """
     started = time.perf_counter()
-    with db.own_transaction(conn, Context(tenant=tenant) if tenant else None):
-        with conn.cursor(row_factory=dict_row) as cur:
-            rows = cur.execute(queries.query("verify_chain"), (tenant,), prepare=False).fetchall()
+    with db.own_transaction(conn, Context(tenant=tenant) if tenant else None), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(queries.query("verify_chain"), (tenant,), prepare=False).fetchall()
     tenants = [TenantVerification.from_row(r) for r in rows]
     return VerifyReport(tenants=tenants, seconds=time.perf_counter() - started)
 
