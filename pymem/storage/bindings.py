@@ -10,8 +10,9 @@ pymem.binding_log, whoever makes it and however.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -19,8 +20,8 @@ from psycopg.types.json import Jsonb
 
 from .. import db, queries
 from ..context import check_scope
-from ..vocabulary import MAX_NAME, is_plain_text
 from ..errors import InvalidArguments, NotFound
+from ..vocabulary import MAX_NAME, is_plain_text
 
 MAX_ADAPTER = 100  # the binding table's CHECK
 MAX_ROLE = 63  # Postgres's identifier length

@@ -16,7 +16,8 @@ Everything else (trust tiers, metadata, ...) is persisted and returned untouched
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import InvalidArguments
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, VECTOR_KEYS

@@ -23,7 +23,8 @@ from psycopg.types.json import Jsonb
 from .. import queries
 from ..context import Context
 from ..errors import IdempotencyConflict, InvalidArguments
-from ..vocabulary import MAX_IDEMPOTENCY_KEY as MAX_KEY, canonical_json
+from ..vocabulary import MAX_IDEMPOTENCY_KEY as MAX_KEY
+from ..vocabulary import canonical_json
 
 CLASSES: dict[str, timedelta] = {
     "default": timedelta(hours=24),

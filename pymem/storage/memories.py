@@ -9,7 +9,8 @@ are never logged or put in error messages.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -20,8 +21,15 @@ from ..errors import AccessDenied, InvalidArguments, RevisionMismatch
 from . import idempotency, status
 from .chunks import chunk_from_row, parse_chunk
 from .rows import MemoryRow, check_row, write_rows
-from .search import (check_include, check_metadata_filter, check_scope_filter, check_top_k, contract_hits,
-                     run_search, search_chunks_as)
+from .search import (
+    check_include,
+    check_metadata_filter,
+    check_scope_filter,
+    check_top_k,
+    contract_hits,
+    run_search,
+    search_chunks_as,
+)
 from .validate import check_embedding, check_id, check_ids
 
 __all__ = ["Memories", "check_records", "check_expected_revisions", "MAX_BATCH", "MAX_IDS", "MAX_LIST", "ROW_FIELDS"]

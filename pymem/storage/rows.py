@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import psycopg
 from pgvector import Vector
@@ -26,8 +27,16 @@ from psycopg.types.json import Jsonb
 from .. import queries
 from ..context import Context, check_scope
 from ..errors import AccessDenied, ContextError, InvalidArguments
-from ..vocabulary import (INJECTED, OPERATOR_ORIGIN, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MAX_POLICY_FINGERPRINT,
-                          MAX_RECORD_BYTES, ORIGINS, canonical_json)
+from ..vocabulary import (
+    INJECTED,
+    KIND_PATTERN,
+    MAX_INJECTION_SOURCE_BYTES,
+    MAX_POLICY_FINGERPRINT,
+    MAX_RECORD_BYTES,
+    OPERATOR_ORIGIN,
+    ORIGINS,
+    canonical_json,
+)
 from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
 
 __all__ = ["MemoryRow", "WRITE_COLUMNS", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows",

@@ -9,8 +9,9 @@ name); `contract_hits` turns them into the storage contract's result shape.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from pgvector import Vector
@@ -189,15 +190,14 @@ def search_chunks_as(conn: psycopg.Connection, ctx: Context, query: list[float],
         try:
             with conn.cursor() as cur:
                 cur.execute(queries.query("search_as_chunks"),
-                            ctx.params() + (Vector(query), top_k, Jsonb(scope_filter), include_superseded,
-                                            with_vectors), prepare=conn.prepare_threshold is not None)
+                            (*ctx.params(), Vector(query), top_k, Jsonb(scope_filter), include_superseded, with_vectors), prepare=conn.prepare_threshold is not None)
                 rows = cur.fetchall()
         finally:
             if not conn.closed:
                 conn.autocommit = autocommit
     hits = []
     for chunk_id, record, score, revision, *fallback in rows:
-        chunk = record if record is not None else chunk_from_row(dict(zip(_FALLBACK, fallback), id=chunk_id))
+        chunk = record if record is not None else chunk_from_row(dict(zip(_FALLBACK, fallback, strict=False), id=chunk_id))
         distillate = chunk.get("distillate")
         hits.append({"chunk": chunk, "chunk_id": chunk_id, "score": score,
                      "recalled_view": distillate if distillate is not None else chunk, "revision": revision})
@@ -214,7 +214,7 @@ def search_hits_as(conn: psycopg.Connection, ctx: Context, query: list[float], t
         try:
             with conn.cursor(row_factory=class_row(SearchHit)) as cur:
                 cur.execute(queries.query("search_as_hits"),
-                            ctx.params() + (Vector(query), top_k, Jsonb(scope_filter)), prepare=True)
+                            (*ctx.params(), Vector(query), top_k, Jsonb(scope_filter)), prepare=True)
                 return cur.fetchall()
         finally:
             if not conn.closed:

@@ -78,7 +78,7 @@ def health(pool: ConnectionPool, embedding_dim: int) -> dict[str, Any]:
     try:
         with db.pooled(pool) as c:
             return health_on(c, embedding_dim)
-    except Exception as exc:  # health reports, it does not raise
+    except Exception as exc:  # noqa: BLE001 - health reports, it does not raise
         return unreachable(embedding_dim, exc)
 
 
