@@ -8,8 +8,8 @@ Every step checks what it shows: the demo fails (returns False) if a guarantee d
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psycopg
 
@@ -17,9 +17,9 @@ from .. import db, embedded, migrate
 from ..config import Settings
 from ..context import Context
 from ..errors import AccessDenied, MemoryAdmissionError
+from ..integrity.verify import verify_chain
 from ..storage.endpoints import Endpoints, resolve
 from ..storage.store import Store
-from ..integrity.verify import verify_chain
 from .demo_admission import admission_demo
 from .demo_delivery import delivery_demo
 
@@ -91,9 +91,8 @@ class Demo:
         self.check(acme.get_row(globex_ids[0]) is None, "acme cannot read globex's memory")
         self.check(globex.get_row(acme_ids[0]) is None, "globex cannot read acme's memory")
         self.ok("acme sees its own memory; globex's memory id returns nothing to acme, and vice versa")
-        with self.store.pool.connection() as conn:
-            with db.transaction(conn, self.ctx("acme", adapter="claude-code")):
-                n = conn.execute("select count(*) from pymem.memories").fetchone()[0]
+        with self.store.pool.connection() as conn, db.transaction(conn, self.ctx("acme", adapter="claude-code")):
+            n = conn.execute("select count(*) from pymem.memories").fetchone()[0]
         self.check(n == len(acme_ids), "an unfiltered SELECT sees only the context tenant")
         self.ok(f"even `select count(*) from pymem.memories` (no WHERE) counts {n}: row-level security")
         return {"acme": acme_ids, "globex": globex_ids}

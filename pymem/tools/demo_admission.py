@@ -3,14 +3,14 @@ the adapter trust policy, each step checking what it shows (run by pymem.tools.d
 
 from __future__ import annotations
 
-from ..integrity.audit import refusals
-from ..embedder import LexicalEmbedder
 from ..admission.gate import admit
 from ..admission.policy import AdmissionPolicy
 from ..admission.provenance import Origin, Provenance
-from ..recall import recall
 from ..admission.trust import AdapterTrustPolicy
 from ..delivery.sessions import start_session
+from ..embedder import LexicalEmbedder
+from ..integrity.audit import refusals
+from ..recall import recall
 
 __all__ = ["admission_demo"]
 

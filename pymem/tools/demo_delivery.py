@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-from typing import Callable
+from collections.abc import Callable
 
 from .. import db
+from ..admission.gate import admit
 from ..admission.policy import AdmissionPolicy
 from ..admission.provenance import Provenance
 from ..admission.trust import AdapterTrustPolicy
@@ -19,7 +20,6 @@ from ..delivery.sessions import end_session, list_sessions, start_session
 from ..delivery.tiers import TrustTiers
 from ..embedder import LexicalEmbedder
 from ..errors import IncognitoSession
-from ..admission.gate import admit
 from ..integrity.verify import verify_chain
 from ..recall import recall
 from ..storage.transfer import export_records

@@ -28,8 +28,9 @@ import random
 import statistics
 import time
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pgvector import Vector
 
@@ -188,7 +189,7 @@ def _search(admin, stores: dict[str, Any], vectors: _Vectors, data: _Data, layou
             for q in queries:  # untimed: the index and rows as warm as the cache allows
                 lg.search(namespace, query=q, limit=k)
             latencies, full, recall = [], 0, 0.0
-            for q, want in zip(queries, truth):
+            for q, want in zip(queries, truth, strict=False):
                 t0 = time.perf_counter()
                 got = lg.search(namespace, query=q, limit=k)
                 latencies.append((time.perf_counter() - t0) * 1000)

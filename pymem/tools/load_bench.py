@@ -23,11 +23,11 @@ import random
 import secrets
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["run_hostile", "run_fairness", "format_load_report", "decision_times"]
 
@@ -78,7 +78,7 @@ class _Caller:
             self.conn.close()
         return response.status, json.loads(data)
 
-    def __enter__(self) -> "_Caller":
+    def __enter__(self) -> _Caller:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -171,7 +171,7 @@ def _fair_client(url: str, key: str, n: int, seconds: float, counts) -> None:
             batch = [{"id": f"n{n}-{i}-{j}", "content": f"note {j}", "embedding": [rng.gauss(0, 1) for _ in range(384)]}
                      for j in range(2000)]
             try:
-                status, body = client.call("upsert_many", {"records": batch}, key=f"n{n}-{i}")
+                status, _body = client.call("upsert_many", {"records": batch}, key=f"n{n}-{i}")
             except OSError:  # refused before its 15 MB body was read (429): the service closed the connection
                 client.reconnect()
                 status = 429

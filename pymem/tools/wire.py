@@ -17,13 +17,14 @@ TLS cannot be read, so the proxied DSN asks for none.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
 import tempfile
 import threading
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -90,16 +91,12 @@ class WireCounter:
                 open_sockets, self._sockets = list(self._sockets), set()
             for sock in open_sockets:
                 _close(sock)
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self._path)
-            except OSError:
-                pass
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(self._dir)
-            except OSError:
-                pass
 
-    def __enter__(self) -> "WireCounter":
+    def __enter__(self) -> WireCounter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -196,11 +193,7 @@ def _chunks(sock: socket.socket) -> Iterator[bytes]:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         sock.close()
-    except OSError:
-        pass
