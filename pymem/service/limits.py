@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from ..config import Settings
 from ..errors import InvalidArguments, TenantBusy

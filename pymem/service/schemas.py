@@ -15,8 +15,19 @@ from ..lessons.selection import DEFAULT_BUDGET as LESSON_BUDGET
 from ..lessons.selection import DEFAULT_LIMIT as LESSON_LIMIT
 from ..storage.idempotency import CLASSES
 from ..storage.memories import MAX_BATCH, MAX_IDS, MAX_LIST
-from ..vocabulary import (FACT_SCOPES, LESSON_TYPES, MAX_ID, MAX_IDEMPOTENCY_KEY, MAX_NAME, MAX_REFUSAL_REASON, MAX_TAG,
-                          MAX_TAGS, MAX_TOP_K, ORIGINS, SURFACES)
+from ..vocabulary import (
+    FACT_SCOPES,
+    LESSON_TYPES,
+    MAX_ID,
+    MAX_IDEMPOTENCY_KEY,
+    MAX_NAME,
+    MAX_REFUSAL_REASON,
+    MAX_TAG,
+    MAX_TAGS,
+    MAX_TOP_K,
+    ORIGINS,
+    SURFACES,
+)
 
 Schema = dict[str, Any]
 
