@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
@@ -36,12 +37,12 @@ from ..admission import offload
 from ..config import Settings
 from ..embedder import Embedder
 from ..mcp.server import build_mcp_server, identity_from_request
-from ..storage.store import Store
 from ..service.auth import TokenVerifier
 from ..service.limits import default_per_tenant, service_settings
 from ..service.readiness import PROBE_INTERVAL, Readiness
 from ..service.verbs import Service
 from ..service.wire import ProtocolError
+from ..storage.store import Store
 from .access import AccessLog, request_id
 from .openapi import openapi_document
 from .requests import DEFAULT_MAX_BODY, bearer_token, parse_envelope, parse_json, read_body
@@ -123,7 +124,7 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
             ctx = tokens.verify(bearer_token(request))
             request.state.tenant = ctx.tenant
             return await work(ctx)
-        except Exception as exc:  # every failure becomes an error envelope, internals never leave
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an error envelope, internals never leave
             return error_response(exc, rid, f"{request.method} {request.url.path}")
 
     async def call(request: Request) -> Response:
