@@ -15,7 +15,8 @@ item by its best one). An item with one text, the common case, is stored as that
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langgraph.store.base import ensure_embeddings, get_text_at_path, tokenize_path
 

@@ -23,7 +23,8 @@ import datetime as _dt
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..admission.policy import AdmissionPolicy
 from ..admission.trust import AdapterTrustPolicy
