@@ -29,8 +29,9 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -161,7 +162,7 @@ def _lesson(row: Mapping[str, Any], kept: RecalledMemory, task_tags: tuple[str, 
                            version=row["version"], score=rank_score(row["tags"], task_tags, confidence))
 
 
-def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | None = None,
+def lessons_for_task(memories: Memories, tags: Iterable[str], *, role: str | None = None,
                      limit: int = DEFAULT_LIMIT, budget: int = DEFAULT_BUDGET,
                      excluded: Iterable[str] | None = None, policy: AdmissionPolicy | None = None,
                      trust: AdapterTrustPolicy | None = None, guard: Any = None,
