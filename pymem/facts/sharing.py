@@ -26,8 +26,9 @@ import dataclasses
 import datetime as _dt
 import time
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -63,7 +64,7 @@ class Fact:
     published_at: _dt.datetime
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Fact":
+    def from_row(cls, row: Mapping[str, Any]) -> Fact:
         record = row["record"] if isinstance(row["record"], Mapping) else {}
         return cls(id=row["id"], tag=str(record.get("tag", "")), key=str(record.get("key", "")),
                    value=row["content"] or "", scope=str(record.get("reach", "")), run_id=record.get("run_id"),
@@ -103,7 +104,7 @@ def _reader(ctx: Context, read_only_from_adapters: Sequence[str] | None) -> Cont
     return dataclasses.replace(ctx, read_adapters=tuple(dict.fromkeys(wanted)))
 
 
-def publish(memories: "Memories", tag: str, key: str, value: str, scope: str = "run", *, run_id: str | None = None,
+def publish(memories: Memories, tag: str, key: str, value: str, scope: str = "run", *, run_id: str | None = None,
             producer_task: str | None = None, conn: psycopg.Connection | None = None) -> Fact:
     """Publish a fact for the tasks of `run_id` (`scope="run"`, the default) or the whole tenant
     (`scope="tenant"`). Its adapter is the context's; its content hash the database's."""
@@ -143,7 +144,7 @@ def _read(conn: psycopg.Connection, tenant: str, tag: str, scope: str, run_id: s
         return [Fact.from_row(r) for r in cur.fetchall()]
 
 
-def subscribe(memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+def subscribe(memories: Memories, tag: str, scope: str = "run", *, run_id: str | None = None,
               read_only_from_adapters: Sequence[str] | None = None,
               conn: psycopg.Connection | None = None) -> list[Fact]:
     """The facts tagged `tag` of run `run_id` (or tenant-wide ones, `scope="tenant"`) that this
@@ -162,7 +163,7 @@ class FactStream:
     `next(timeout)`; `close()` it, or use it as a context manager. `notifications` counts what
     arrived, `ignored` what was not a fact this context may read."""
 
-    def __init__(self, memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+    def __init__(self, memories: Memories, tag: str, scope: str = "run", *, run_id: str | None = None,
                  read_only_from_adapters: Sequence[str] | None = None, existing: bool = True,
                  timeout: float | None = None):
         self.tag = _name(tag, "tag", MAX_TAG)
@@ -234,14 +235,14 @@ class FactStream:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> "FactStream":
+    def __enter__(self) -> FactStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def follow(memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+def follow(memories: Memories, tag: str, scope: str = "run", *, run_id: str | None = None,
            read_only_from_adapters: Sequence[str] | None = None, existing: bool = True,
            timeout: float | None = None) -> FactStream:
     """A FactStream: `subscribe`'s facts (unless `existing=False`), then each new one as it is
