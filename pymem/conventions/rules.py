@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import InvalidArguments
 from ..vocabulary import MAX_TAG, canonical_json, is_plain_text

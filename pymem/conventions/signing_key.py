@@ -48,7 +48,7 @@ def registered_signing_key(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
-def ensure_registered(store: "Store", ctx: Context, public_key: str, *, conn: psycopg.Connection | None = None) -> None:
+def ensure_registered(store: Store, ctx: Context, public_key: str, *, conn: psycopg.Connection | None = None) -> None:
     """Make sure receipts signed with `public_key` will be accepted: it is the registered key, or
     no key is registered yet and the store's administrative connection registers it now. Raises
     AccessDenied naming what to do otherwise; nothing is written."""
