@@ -16,19 +16,34 @@ from .admission.policy import AdmissionPolicy, OriginRule
 from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy
 from .config import Settings
-from .conventions import (ActiveConventions, Convention, ConventionCheck, FiledCorrection, active_conventions,
-                          check_conventions, file_review_correction, retire_convention)
-from .conventions.signing_key import register_signing_key, registered_signing_key
-from .integrity.signing import load_or_create_key
 from .context import Context, parse_scope_pairs
+from .conventions import (
+    ActiveConventions,
+    Convention,
+    ConventionCheck,
+    FiledCorrection,
+    active_conventions,
+    check_conventions,
+    file_review_correction,
+    retire_convention,
+)
+from .conventions.signing_key import register_signing_key, registered_signing_key
 from .delivery.deliver import Delivery, deliver
 from .delivery.envelope import DeliveredItem, DeliveredLesson, DigestEntry
 from .delivery.injections import Injection, MemoryInjection, memory_injections, session_injections
 from .delivery.inspector import InspectedMemory, inspect_memories, inspect_memory
 from .delivery.memories import erase, supersede
 from .delivery.ranking import DEFAULT_FLOOR
-from .delivery.sessions import (Session, SessionSummary, end_session, erase_session, list_sessions, recall_session,
-                                replace_summary, start_session)
+from .delivery.sessions import (
+    Session,
+    SessionSummary,
+    end_session,
+    erase_session,
+    list_sessions,
+    recall_session,
+    replace_summary,
+    start_session,
+)
 from .delivery.tiers import Tier, TierRule, TrustTiers, tier_of
 from .delivery.tokens import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter, TokenCounter
 from .embedder import E5SmallEmbedder, Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension, get_embedder
@@ -37,8 +52,8 @@ from .errors import (
     Busy,
     ContextError,
     ConventionConflict,
-    IdempotencyConflict,
     EmbedderMismatch,
+    IdempotencyConflict,
     IncognitoSession,
     InvalidArguments,
     LockTimeout,
@@ -60,11 +75,21 @@ from .integrity.checkpoints import Checkpoint, CheckpointReport, CheckpointSink,
 from .integrity.evidence import AnchorResult, ChainAudit, anchor_store, audit_chain
 from .integrity.independent import verify_independently
 from .integrity.receipts import ReceiptAudit, ReceiptFinding
+from .integrity.signing import load_or_create_key
 from .integrity.verify import TenantVerification, VerifyReport, verify_chain, verify_store
-from .lessons import (FiledLesson, Lesson, LessonCache, LessonsForTask, deliver_with_lessons, excluded_roles,
-                      file_lesson, lessons_for_task, list_lessons)
+from .lessons import (
+    FiledLesson,
+    Lesson,
+    LessonCache,
+    LessonsForTask,
+    deliver_with_lessons,
+    excluded_roles,
+    file_lesson,
+    lessons_for_task,
+    list_lessons,
+)
 from .migrate import upgrade_sql
-from .recall import RecallResult, RecalledMemory, WithheldMemory, WriteGate, recall
+from .recall import RecalledMemory, RecallResult, WithheldMemory, WriteGate, recall
 from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
 from .storage.endpoints import admin_connection, stop_embedded, upgrade_schema
 from .storage.memories import Memories

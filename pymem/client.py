@@ -18,11 +18,19 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import (Busy, ConventionConflict, InvalidArguments, MemoryAdmissionError, PymemError, ServerError,
-                     Unauthenticated)
+from .errors import (
+    Busy,
+    ConventionConflict,
+    InvalidArguments,
+    MemoryAdmissionError,
+    PymemError,
+    ServerError,
+    Unauthenticated,
+)
 from .service.wire import BY_CODE, PROTOCOL
 
 __all__ = ["Client", "ServiceError"]
@@ -54,7 +62,7 @@ class Client:
             self._conn.close()
             self._conn = None
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from .errors import InvalidArguments
 from .vocabulary import MAX_CONTENT_BYTES
@@ -135,7 +135,7 @@ class Settings:
         return not self.dsn
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
         dsn = env.get("PYMEM_DSN", "").strip() or None
         home = env.get("PYMEM_HOME", "").strip()

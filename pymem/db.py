@@ -10,22 +10,34 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 import psycopg
+from pgvector.psycopg import register_vector
 from psycopg import errors as pgerr
 from psycopg import sql
 from psycopg.pq import TransactionStatus
-from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import queries
 from .context import Context
-from .errors import (AccessDenied, ContextError, IncognitoSession, InvalidArguments, LockTimeout, NotFound,
-                     PoolExhausted, PymemError, SchemaError, ServerError, StatementTimeout, TransactionConflict,
-                     UnknownSession)
+from .errors import (
+    AccessDenied,
+    ContextError,
+    IncognitoSession,
+    InvalidArguments,
+    LockTimeout,
+    NotFound,
+    PoolExhausted,
+    PymemError,
+    SchemaError,
+    ServerError,
+    StatementTimeout,
+    TransactionConflict,
+    UnknownSession,
+)
 
 APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
@@ -33,7 +45,7 @@ AUDITOR_ROLE = "pymem_auditor"
 
 #: What _configure found for each open connection: the role it switched to (None: its login's
 #: own). A reset restores exactly that without asking the server again.
-_configured: "weakref.WeakKeyDictionary[psycopg.Connection, str | None]" = weakref.WeakKeyDictionary()
+_configured: weakref.WeakKeyDictionary[psycopg.Connection, str | None] = weakref.WeakKeyDictionary()
 
 
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
@@ -59,7 +71,7 @@ def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
 
 
 #: Connections that reach Postgres through a transaction-mode pooler (pymem.config.Settings.pooler).
-_pooled: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+_pooled: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
 
 def connect_options(pooler: bool) -> dict:
@@ -307,10 +319,10 @@ def _message(exc: psycopg.Error) -> str:
 
 #: Connections of pymem's own pools: on one of these, `transaction` opens and commits a transaction
 #: of its own. Any other connection is a caller's, whose transaction is joined, never committed.
-_owned: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+_owned: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 #: The contexts of the pymem transactions open on a connection, innermost last: a verb called
 #: inside another verb's transaction on the same connection and context joins it as it is.
-_active: "weakref.WeakKeyDictionary[psycopg.Connection, list[Context | None]]" = weakref.WeakKeyDictionary()
+_active: weakref.WeakKeyDictionary[psycopg.Connection, list[Context | None]] = weakref.WeakKeyDictionary()
 
 
 def own(conn: psycopg.Connection) -> psycopg.Connection:
@@ -333,8 +345,8 @@ def register_types(conn: psycopg.Connection) -> None:
     register_vector(): only the `vector` type is fetched, in the connection's current state."""
     if conn.adapters.types.get("vector") is not None:
         return
-    from psycopg.types import TypeInfo
     from pgvector.psycopg.vector import register_vector_info
+    from psycopg.types import TypeInfo
 
     with translate_errors():
         info = TypeInfo.fetch(conn, "vector")

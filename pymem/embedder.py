@@ -29,8 +29,9 @@ import os
 import re
 import threading
 import unicodedata
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import InvalidArguments
 

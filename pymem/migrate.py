@@ -14,12 +14,11 @@ from . import queries
 from .errors import PymemError, SchemaError, ServerError
 from .resources import migrations_dir, render_sql
 
-
 if TYPE_CHECKING:  # pragma: no cover
     from alembic.config import Config
 
 
-def _config(embedding_dim: int, url: str | None = None, connection=None, output=None) -> "Config":
+def _config(embedding_dim: int, url: str | None = None, connection=None, output=None) -> Config:
     from alembic.config import Config
 
     cfg = Config(output_buffer=output) if output is not None else Config()

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = [
     "Origin", "ORIGINS", "INJECTED", "OPERATOR_ORIGIN", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
