@@ -7,20 +7,49 @@ is refused with a typed error. pgvector's types are registered by pymem, not by 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
+from helpers.lessons import EMBEDDER, GATE, commit_files, ctx, new_repo
 
 import pymem
-from pymem import (InvalidArguments, Provenance, Store, WriteGate, active_conventions, admit, check_conventions,
-                   deliver, deliver_with_lessons, end_session, erase, erase_session, file_lesson,
-                   file_review_correction, history, inspect_memories, inspect_memory, lessons_for_task, list_lessons,
-                   list_sessions, memory_injections, publish, recall, recall_session, refusals, replace_summary,
-                   retire_convention, session_injections, start_session, subscribe, supersede)
+from pymem import (
+    InvalidArguments,
+    Provenance,
+    Store,
+    WriteGate,
+    active_conventions,
+    admit,
+    check_conventions,
+    deliver,
+    deliver_with_lessons,
+    end_session,
+    erase,
+    erase_session,
+    file_lesson,
+    file_review_correction,
+    history,
+    inspect_memories,
+    inspect_memory,
+    lessons_for_task,
+    list_lessons,
+    list_sessions,
+    memory_injections,
+    publish,
+    recall,
+    recall_session,
+    refusals,
+    replace_summary,
+    retire_convention,
+    session_injections,
+    start_session,
+    subscribe,
+    supersede,
+)
 from pymem.admission.gate import screen
 from pymem.storage.memories import Memories
-from helpers.lessons import GATE, EMBEDDER, commit_files, ctx, new_repo
 
 C1 = "1" * 40
 VECTOR = EMBEDDER.embed(["the deploy runs at noon"])[0]
@@ -240,11 +269,10 @@ def test_the_caller_can_go_on_after_a_verb_failed_inside_its_transaction(databas
 def test_a_nested_verb_with_another_context_puts_the_outer_context_back(store):
     # publish reads back with the read allow-list lifted; the caller's transaction keeps its own
     mem = store.bind(ctx(adapter="agent-x", read_adapters=("agent-x",)))
-    with store.pool.connection() as conn:
-        with store.transaction(mem.ctx, conn) as c:
-            publish(mem, "build", "status", "green", "tenant", conn=c)
-            assert c.execute("select current_setting('pymem.read_adapters', true)").fetchone()[0] == '["agent-x"]'
-            assert c.execute("select current_setting('pymem.adapter', true)").fetchone()[0] == "agent-x"
+    with store.pool.connection() as conn, store.transaction(mem.ctx, conn) as c:
+        publish(mem, "build", "status", "green", "tenant", conn=c)
+        assert c.execute("select current_setting('pymem.read_adapters', true)").fetchone()[0] == '["agent-x"]'
+        assert c.execute("select current_setting('pymem.adapter', true)").fetchone()[0] == "agent-x"
 
 
 def test_store_is_importable_without_sqlalchemy_or_alembic():

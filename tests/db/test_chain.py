@@ -52,7 +52,7 @@ def verify(database, tenant=None) -> dict[str, dict]:
     with database.admin() as conn:
         cur = conn.execute("select * from pymem.verify_chain(%s)", (tenant,))
         names = [d.name for d in cur.description]
-        rows = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+        rows = {r[0]: dict(zip(names, r, strict=False)) for r in cur.fetchall()}
     with psycopg.connect(database.admin_dsn) as conn:
         reports = {"independent": verify_independently(conn, tenant)}
     connect = lambda: psycopg.connect(database.admin_dsn)  # noqa: E731
@@ -80,7 +80,7 @@ def verify_as_tenant(database, tenant) -> dict:
         set_ctx(conn, tenant)
         cur = conn.execute("select * from pymem.verify_chain()")
         names = [d.name for d in cur.description]
-        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        rows = [dict(zip(names, r, strict=False)) for r in cur.fetchall()]
         conn.rollback()
     assert len(rows) == 1 and rows[0]["tenant_id"] == tenant
     return rows[0]

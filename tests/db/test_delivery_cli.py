@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from pymem import Context, history, list_sessions, session_injections
 from helpers.cli import cli_runner
 from helpers.delivery import block_memory_ids
+
+from pymem import Context, history, list_sessions, session_injections
 
 
 @pytest.fixture

@@ -14,12 +14,21 @@ import json
 
 import psycopg
 import pytest
-
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from helpers.delivery import EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
 from helpers.lessons import lesson
-from pymem import (AdapterTrustPolicy, Context, LessonCache, UnknownSession, deliver, deliver_with_lessons, lessons_for_task, recall,
-                   start_session)
+
+from pymem import (
+    AdapterTrustPolicy,
+    Context,
+    LessonCache,
+    UnknownSession,
+    deliver,
+    deliver_with_lessons,
+    lessons_for_task,
+    recall,
+    start_session,
+)
 from pymem.langgraph import PymemStore
 
 QUERY = "what does the user like to drink in the morning"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 
 from pymem import AccessDenied, Context, InvalidArguments, follow, publish, subscribe, verify_chain
 from pymem.db import connect
-from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import errors as pgerr
-
 from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
 from helpers.lessons import GATE, ctx, lesson
+from psycopg import errors as pgerr
+
 from pymem import LockTimeout, active_conventions, file_review_correction, list_lessons
 from pymem.vocabulary import LESSON_TYPES, canonical_json
 

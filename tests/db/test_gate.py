@@ -14,21 +14,21 @@ import uuid
 
 import psycopg
 import pytest
+from helpers.provenance import prov
 from psycopg import errors as pgerr
 
 from pymem.admission import refusals as refusal_audit
-from pymem.integrity import audit
-from pymem.admission.judge import digest_of_arguments
-from pymem.context import Context
-from pymem.embedder import LexicalEmbedder
-from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
-from pymem.recall import WriteGate
+from pymem.admission.judge import digest_of_arguments
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Origin, Provenance
-from pymem.integrity.verify import verify_chain
+from pymem.context import Context
 from pymem.delivery.sessions import start_session
-from helpers.provenance import prov
+from pymem.embedder import LexicalEmbedder
+from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
+from pymem.integrity import audit
+from pymem.integrity.verify import verify_chain
+from pymem.recall import WriteGate
 
 DIM = 384
 POLICY = AdmissionPolicy()
@@ -207,15 +207,14 @@ def test_refusal_survives_a_rolled_back_caller_transaction(acme, store, database
     provenance = Provenance("user_asserted", source="crm", session_id="s-9")
     start_session(acme, "s-9", "chat")
     caught = None
-    with pytest.raises(RuntimeError, match="caller gives up"):
-        with store.transaction(acme.ctx) as conn:
-            # the caller does work of its own in the same transaction (not on this tenant's chain)
-            conn.execute("select count(*) from pymem.memories").fetchone()
-            try:
-                admit(acme, record, provenance, policy=POLICY, embedder=EMBEDDER, conn=conn)
-            except MemoryAdmissionError as exc:
-                caught = exc
-            raise RuntimeError("caller gives up")  # rolls the caller's transaction back
+    with pytest.raises(RuntimeError, match="caller gives up"), store.transaction(acme.ctx) as conn:
+        # the caller does work of its own in the same transaction (not on this tenant's chain)
+        conn.execute("select count(*) from pymem.memories").fetchone()
+        try:
+            admit(acme, record, provenance, policy=POLICY, embedder=EMBEDDER, conn=conn)
+        except MemoryAdmissionError as exc:
+            caught = exc
+        raise RuntimeError("caller gives up")  # rolls the caller's transaction back
     assert caught is not None and caught.audit_seq is not None and caught.signature
     [(seq, _, _, details)] = refusal_events(database)
     assert seq == caught.audit_seq
@@ -224,12 +223,11 @@ def test_refusal_survives_a_rolled_back_caller_transaction(acme, store, database
 
 
 def test_an_admitted_write_joins_the_callers_transaction(acme, store, database):
-    with pytest.raises(RuntimeError):
-        with store.transaction(acme.ctx) as conn:
-            out = admit(acme, "Heidi is on call this week", Provenance("user_asserted"), policy=POLICY,
-                        embedder=EMBEDDER, conn=conn)
-            assert acme.get_row(out["id"], conn=conn) is not None
-            raise RuntimeError("roll back")
+    with pytest.raises(RuntimeError), store.transaction(acme.ctx) as conn:
+        out = admit(acme, "Heidi is on call this week", Provenance("user_asserted"), policy=POLICY,
+                    embedder=EMBEDDER, conn=conn)
+        assert acme.get_row(out["id"], conn=conn) is not None
+        raise RuntimeError("roll back")
     assert acme.get_row(out["id"]) is None
     assert admin_rows(database, "select count(*) from pymem.ledger")[0][0] == 0
 
@@ -260,9 +258,8 @@ def test_a_refusal_inside_a_transaction_that_holds_the_chain_lock_does_not_deadl
     assert exc.audit_seq is None and NOT_AUDITED in exc.reason and exc.signature
     assert refusal_events(database) == []
     # The same refusal in a transaction that did not write to this tenant is audited as usual.
-    with store.transaction(acme.ctx) as conn:
-        with pytest.raises(MemoryAdmissionError) as info:
-            admit(acme, poison(marker()), Provenance("user_asserted"), policy=POLICY, embedder=EMBEDDER, conn=conn)
+    with store.transaction(acme.ctx) as conn, pytest.raises(MemoryAdmissionError) as info:
+        admit(acme, poison(marker()), Provenance("user_asserted"), policy=POLICY, embedder=EMBEDDER, conn=conn)
     assert info.value.audit_seq is not None and len(refusal_events(database)) == 1
     assert chain_is_clean(store)
 

@@ -7,12 +7,25 @@ import io
 
 import psycopg
 import pytest
+from helpers.database import AGENT_LOGIN, bind_login, login_dsn
+from helpers.delivery import DEFAULTS, remember
 from psycopg import errors as pgerr
 
-from pymem import (Context, IncognitoSession, NotFound, deliver, end_session, export_records, inspect_memories,
-                   list_sessions, recall, recall_session, refusals, replace_summary, start_session)
-from helpers.database import AGENT_LOGIN, bind_login, login_dsn
-from helpers.delivery import DEFAULTS, EMBEDDER, remember
+from pymem import (
+    Context,
+    IncognitoSession,
+    NotFound,
+    deliver,
+    end_session,
+    export_records,
+    inspect_memories,
+    list_sessions,
+    recall,
+    recall_session,
+    refusals,
+    replace_summary,
+    start_session,
+)
 
 SECRET = "The user is planning a surprise party for Dana on the 14th"
 

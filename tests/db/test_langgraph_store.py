@@ -7,9 +7,9 @@ import asyncio
 import math
 
 import pytest
+from helpers.graph_store import DIM, index
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from helpers.graph_store import DIM, index
 from pymem import AdmissionPolicy, Context, history, refusals
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.langgraph import PymemStore

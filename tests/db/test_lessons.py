@@ -7,11 +7,19 @@ import datetime as dt
 import threading
 
 import pytest
-
-from pymem import (LESSON_HALF_LIVES, LESSON_TYPES, Context, InvalidArguments, MemoryAdmissionError, list_lessons,
-                   refusals, verify_chain)
-from pymem.db import connect
 from helpers.lessons import ctx, lesson
+
+from pymem import (
+    LESSON_HALF_LIVES,
+    LESSON_TYPES,
+    Context,
+    InvalidArguments,
+    MemoryAdmissionError,
+    list_lessons,
+    refusals,
+    verify_chain,
+)
+from pymem.db import connect
 
 
 @pytest.fixture

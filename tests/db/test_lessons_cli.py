@@ -8,10 +8,10 @@ import threading
 import time
 
 import pytest
-
-from pymem import Context, active_conventions, list_lessons, memory_injections, publish, session_injections, subscribe
 from helpers.cli import cli_runner
 from helpers.lessons import commit_files, new_repo
+
+from pymem import Context, active_conventions, list_lessons, memory_injections, publish, session_injections, subscribe
 
 C1 = "c" * 40
 

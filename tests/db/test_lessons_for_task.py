@@ -8,11 +8,20 @@ import json
 import re
 
 import pytest
-
-from pymem import (AdapterTrustPolicy, InvalidArguments, LessonCache, deliver, lessons_for_task, list_lessons,
-                   memory_injections, session_injections, start_session)
 from helpers.delivery import DEFAULTS
 from helpers.lessons import POLICY, TRUST, ctx, lesson
+
+from pymem import (
+    AdapterTrustPolicy,
+    InvalidArguments,
+    LessonCache,
+    deliver,
+    lessons_for_task,
+    list_lessons,
+    memory_injections,
+    session_injections,
+    start_session,
+)
 
 KW = dict(policy=POLICY, trust=TRUST, cache=None)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from helpers.lessons import EMBEDDER, GATE, ctx
+from helpers.service import KEY, call, running, token
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from pymem import Provenance, admit, deliver, start_session
@@ -14,8 +16,6 @@ from pymem.langgraph import PymemStore
 from pymem.storage.endpoints import Endpoints
 from pymem.storage.store import Store
 from pymem.tools.wire import WireCounter
-from helpers.lessons import EMBEDDER, GATE, ctx
-from helpers.service import KEY, call, running, token
 
 
 def _seed(mem) -> None:
@@ -84,21 +84,20 @@ def test_a_deliver_reads_one_snapshot_while_writers_commit(database, store):
     one deliver share one snapshot (REPEATABLE READ, READ ONLY) on pymem's own connection."""
     mem = store.bind(ctx())
     _seed(mem)
-    with store.pool.connection() as conn:
-        with store.transaction(mem.ctx, conn, snapshot=True) as c:
-            first = c.execute("select count(*) from pymem.memories").fetchone()[0]
-            done = threading.Event()
+    with store.pool.connection() as conn, store.transaction(mem.ctx, conn, snapshot=True) as c:
+        first = c.execute("select count(*) from pymem.memories").fetchone()[0]
+        done = threading.Event()
 
-            def writer():
-                admit(mem, {"content": "Written during the snapshot."}, Provenance("user_asserted"), **GATE)
-                done.set()
+        def writer():
+            admit(mem, {"content": "Written during the snapshot."}, Provenance("user_asserted"), **GATE)
+            done.set()
 
-            thread = threading.Thread(target=writer)
-            thread.start()
-            thread.join(60)
-            assert done.is_set()
-            assert c.execute("select count(*) from pymem.memories").fetchone()[0] == first
-            assert c.execute("show transaction_isolation").fetchone()[0] == "repeatable read"
+        thread = threading.Thread(target=writer)
+        thread.start()
+        thread.join(60)
+        assert done.is_set()
+        assert c.execute("select count(*) from pymem.memories").fetchone()[0] == first
+        assert c.execute("show transaction_isolation").fetchone()[0] == "repeatable read"
     with pytest.raises(Exception):
         with store.pool.connection() as conn, store.transaction(mem.ctx, conn, snapshot=True) as c:
             c.execute("insert into pymem.sessions (tenant_id, id, surface) values ('acme', 'x', 'chat')")

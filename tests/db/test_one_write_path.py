@@ -21,11 +21,11 @@ GOOD = [0.5] + [0.0] * (DIM - 1)
 # name -> what the row carries besides its text (the gate reads `content`, a chunk `distillate`)
 BAD = {
     "zero vector": {"embedding": [0.0] * DIM},
-    "NaN in the vector": {"embedding": [math.nan] + GOOD[1:]},
-    "infinity in the vector": {"embedding": GOOD[:-1] + [math.inf]},
-    "squared norm overflows float4": {"embedding": [3.4e38] + GOOD[1:]},
+    "NaN in the vector": {"embedding": [math.nan, *GOOD[1:]]},
+    "infinity in the vector": {"embedding": [*GOOD[:-1], math.inf]},
+    "squared norm overflows float4": {"embedding": [3.4e+38, *GOOD[1:]]},
     "dimension too small": {"embedding": GOOD[:-1]},
-    "dimension too large": {"embedding": GOOD + [0.0]},
+    "dimension too large": {"embedding": [*GOOD, 0.0]},
     "record over 1 MiB": {"embedding": GOOD, "numbers": [0.125] * 200_000},
     "content too large": {"embedding": GOOD, "content": "x" * 70_000},
 }

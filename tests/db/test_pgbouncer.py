@@ -16,11 +16,11 @@ import threading
 from pathlib import Path
 
 import pytest
-
-from pymem import Context, ServerError, follow, publish
 from helpers.database import with_user
 from helpers.lessons import EMBEDDER
 from helpers.pgbouncer import through
+
+from pymem import Context, ServerError, follow, publish
 
 THREADS, ROUNDS = 6, 30
 REPO = Path(__file__).resolve().parents[2]

@@ -8,14 +8,14 @@ import hashlib
 import json
 
 import pytest
+from helpers.cli import cli_runner
+from helpers.lessons import GATE, ctx, lesson
 from psycopg.types.json import Jsonb
 
 from pymem import Context, audit_chain, file_review_correction
 from pymem.db import connect
 from pymem.integrity.receipts import ReceiptForm, rule_sha256
 from pymem.integrity.signing import load_or_create_key
-from helpers.cli import cli_runner
-from helpers.lessons import GATE, ctx, lesson
 
 C1 = "a" * 40
 

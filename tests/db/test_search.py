@@ -11,11 +11,11 @@ import dataclasses
 import itertools
 import json
 import os
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 from helpers.database import APP_LOGIN, DIM, PASSWORD, TestDatabase, with_user
-from urllib.parse import urlsplit
 
 from pymem.context import Context
 from pymem.errors import InvalidArguments

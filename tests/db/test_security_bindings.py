@@ -12,10 +12,10 @@ import json
 import psycopg
 import pytest
 from click.testing import CliRunner
+from helpers.database import AGENT_LOGIN, APP_LOGIN, PASSWORD, bind_login, login_dsn
 from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
-from helpers.database import AGENT_LOGIN, APP_LOGIN, PASSWORD, bind_login, login_dsn
 from pymem import bind_login as lib_bind_login
 from pymem import list_bindings, unbind_login
 from pymem.context import Context
@@ -232,10 +232,9 @@ def test_binding_management_and_its_log(database):
         # The log is append-only, even for the superuser and in replica mode.
         for sql in ("delete from pymem.binding_log", "update pymem.binding_log set role_name = 'x'",
                     "truncate pymem.binding_log"):
-            with pytest.raises(pgerr.InsufficientPrivilege, match="append-only"):
-                with conn.transaction():
-                    conn.execute("set local session_replication_role = replica")
-                    conn.execute(sql)
+            with pytest.raises(pgerr.InsufficientPrivilege, match="append-only"), conn.transaction():
+                conn.execute("set local session_replication_role = replica")
+                conn.execute(sql)
     # The auditor reads bindings and their log; the app login reads neither.
     with psycopg.connect(database.auditor_dsn) as conn:
         assert conn.execute("select count(*) from pymem.binding_log").fetchone()[0] == 4
@@ -262,9 +261,8 @@ def test_binding_commands(database, monkeypatch):
     result = run(main, ["db", "bindings", "--json"], env=env)
     assert [b["role"] for b in json.loads(result.output)] == [AGENT_LOGIN]
     # The binding holds for the login at once.
-    with psycopg.connect(login_dsn(database, AGENT_LOGIN)) as conn:
-        with pytest.raises(pgerr.InsufficientPrivilege):
-            set_ctx(conn, "globex", adapter="codex", scope={"project": "a"})
+    with psycopg.connect(login_dsn(database, AGENT_LOGIN)) as conn, pytest.raises(pgerr.InsufficientPrivilege):
+        set_ctx(conn, "globex", adapter="codex", scope={"project": "a"})
     assert run(main, ["db", "unbind-login", AGENT_LOGIN], env=env).exit_code == 0
     result = run(main, ["db", "unbind-login", AGENT_LOGIN], env=env)
     assert result.exit_code == 1 and "has no binding" in result.output

@@ -15,14 +15,27 @@ import hashlib
 
 import psycopg
 import pytest
-from psycopg import errors as pgerr
-from psycopg.types.json import Jsonb
-
 from helpers.cli import cli_runner
 from helpers.database import AGENT_LOGIN, APP_LOGIN, bind_login, login_dsn
 from helpers.lessons import EMBEDDER, GATE, POLICY, ctx
-from pymem import (AccessDenied, AdapterTrustPolicy, Context, TrustTiers, Provenance, Tier, active_conventions, admit, deliver, file_lesson,
-                   file_review_correction, import_file, start_session, tier_of)
+from psycopg import errors as pgerr
+
+from pymem import (
+    AccessDenied,
+    AdapterTrustPolicy,
+    Context,
+    Provenance,
+    Tier,
+    TrustTiers,
+    active_conventions,
+    admit,
+    deliver,
+    file_lesson,
+    file_review_correction,
+    import_file,
+    start_session,
+    tier_of,
+)
 from pymem.integrity.signing import load_or_create_key
 from pymem.langgraph import PymemStore
 
@@ -216,12 +229,12 @@ def test_delivery_never_ranks_an_agents_row_as_operator(store, database):
 
 
 def test_an_agent_cannot_claim_origin_operator_over_http_or_mcp(store, database):
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
     import anyio
     import httpx2
-
     from helpers.service import KEY, request, running, token
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     from pymem.server.app import build_app
     from pymem.service.auth import TokenVerifier
 

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from helpers.service import KEY, request, running, token
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
-from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,
-                                 response_schema_conformance, status_code_conformance)
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from pymem.server.app import build_app
 from pymem.server.openapi import openapi_document
 from pymem.service.auth import TokenVerifier
-from helpers.service import KEY, request, running, token
 
 EXAMPLES = {GenerationMode.POSITIVE: 60, GenerationMode.NEGATIVE: 40}
 CHECKS = {

@@ -9,15 +9,29 @@ import re
 from typing import Any
 
 import pytest
+from helpers.service import KEY, call, mcp_tools, running, token, tool_text
 
-from pymem import (Context, ConventionConflict, MemoryAdmissionError, NotFound, active_conventions,
-                   deliver_with_lessons, file_lesson, file_review_correction, lessons_for_task, list_lessons, publish,
-                   retire_convention, session_injections, start_session, subscribe)
+from pymem import (
+    Context,
+    ConventionConflict,
+    MemoryAdmissionError,
+    NotFound,
+    active_conventions,
+    deliver_with_lessons,
+    file_lesson,
+    file_review_correction,
+    lessons_for_task,
+    list_lessons,
+    publish,
+    retire_convention,
+    session_injections,
+    start_session,
+    subscribe,
+)
 from pymem.client import Client
 from pymem.conventions.rules import ruleset_hash
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
-from helpers.service import KEY, call, mcp_tools, running, token, tool_text
 
 C1, C2 = "c" * 40, "d" * 40
 RULE = "Indent Makefile recipes with tabs"

@@ -10,14 +10,14 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from helpers.database import DIM
+from helpers.service import KEY, request, running, token
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from pymem.mcp.server import ALIASES, TOOLS
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
-from helpers.database import DIM
-from helpers.service import KEY, request, running, token
 
 EXPECTED_TOOLS = set(TOOLS) | set(ALIASES)
 

@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from helpers.delivery import remember
 from psycopg import errors as pgerr
 
-from pymem import (Context, InvalidArguments, MemoryAdmissionError, NotFound, UnknownSession, end_session,
-                   erase_session, list_sessions, recall_session, refusals, replace_summary, start_session,
-                   verify_chain)
-from helpers.delivery import remember
+from pymem import (
+    Context,
+    InvalidArguments,
+    MemoryAdmissionError,
+    NotFound,
+    UnknownSession,
+    end_session,
+    erase_session,
+    list_sessions,
+    recall_session,
+    refusals,
+    replace_summary,
+    start_session,
+    verify_chain,
+)
 
 
 @pytest.fixture

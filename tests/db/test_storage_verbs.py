@@ -236,11 +236,10 @@ def test_adapter_cannot_overwrite_another_adapters_row(store, database):
 
 
 def test_joins_the_callers_transaction(store, mem):
-    with store.pool.connection() as conn:
-        with conn.transaction(force_rollback=True):
-            mem.upsert_many([chunk("a", vec(1))], idempotency_key="k", conn=conn)
-            assert mem.get("a", conn=conn)["revision"] == 1
-            assert [h["chunk_id"] for h in mem.search(vec(1), top_k=1, conn=conn)] == ["a"]
+    with store.pool.connection() as conn, conn.transaction(force_rollback=True):
+        mem.upsert_many([chunk("a", vec(1))], idempotency_key="k", conn=conn)
+        assert mem.get("a", conn=conn)["revision"] == 1
+        assert [h["chunk_id"] for h in mem.search(vec(1), top_k=1, conn=conn)] == ["a"]
     assert mem.get("a") is None
 
 

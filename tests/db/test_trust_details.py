@@ -10,14 +10,14 @@ import time
 
 import psycopg
 import pytest
+from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
+from helpers.service import KEY
 from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
-from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
-from helpers.service import KEY
 from pymem import Context, follow, publish, verify_chain
-from pymem.errors import Unauthenticated
 from pymem.db import connect
+from pymem.errors import Unauthenticated
 from pymem.service.auth import TokenVerifier, context_from_claims
 
 
@@ -207,10 +207,9 @@ def test_publish_in_the_callers_transaction_leaves_its_allow_list_in_force(store
     _seed(database, "acme", "op-row")
     _seed(database, "acme", "claude-row", adapter="claude")
     agent = store.bind(Context(tenant="acme", adapter="codex", read_adapters=("codex",)))
-    with connect(database.app_dsn) as conn:
-        with conn.transaction():
-            publish(agent, "api-schema", "users", "id, email", run_id="r-1", conn=conn)
-            visible = conn.execute("select id from pymem.memories order by id").fetchall()
-            assert conn.execute("select pymem._ctx_read_adapters()").fetchone()[0] == ["codex"]
+    with connect(database.app_dsn) as conn, conn.transaction():
+        publish(agent, "api-schema", "users", "id, email", run_id="r-1", conn=conn)
+        visible = conn.execute("select id from pymem.memories order by id").fetchall()
+        assert conn.execute("select pymem._ctx_read_adapters()").fetchone()[0] == ["codex"]
     # the fact itself (codex's) only; neither the operator's row nor claude's
     assert len(visible) == 1 and visible[0][0] not in ("op-row", "claude-row")

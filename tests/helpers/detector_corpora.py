@@ -25,8 +25,8 @@ import itertools
 import random
 import string
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 DECISIONS = ROOT / "tests" / "data" / "detector_decisions.txt"

@@ -16,9 +16,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict

@@ -9,7 +9,7 @@ import pytest
 from pymem import DEFAULT_FLOOR, InvalidArguments
 from pymem.delivery.ranking import RECENCY_HALF_LIFE_DAYS, RECENCY_WEIGHT, rank_score, recency, similarity_floor
 
-NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 
 
 def test_the_recency_formula():

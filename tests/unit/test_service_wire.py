@@ -95,9 +95,22 @@ def test_unknown_and_missing_arguments_are_invalid():
 
 def test_every_verb_argument_is_a_parameter_of_what_it_calls():
     """The schema's argument names are what the library takes (no schema that cannot be called)."""
-    from pymem import (active_conventions, admit, deliver, deliver_with_lessons, end_session, file_lesson,
-                       file_review_correction, lessons_for_task, list_lessons, publish, recall, retire_convention,
-                       start_session, subscribe)
+    from pymem import (
+        active_conventions,
+        admit,
+        deliver,
+        deliver_with_lessons,
+        end_session,
+        file_lesson,
+        file_review_correction,
+        lessons_for_task,
+        list_lessons,
+        publish,
+        recall,
+        retire_convention,
+        start_session,
+        subscribe,
+    )
     from pymem.storage.memories import Memories
 
     targets = {"upsert_many": [Memories.upsert_many], "search": [Memories.search], "list": [Memories.list_chunks],
