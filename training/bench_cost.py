@@ -22,6 +22,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import datasets  # noqa: E402
+
 from pymem.tools.admission_bench import BANDS, GOAL, measure  # noqa: E402
 
 PER_BAND = 100
@@ -36,7 +37,7 @@ def _table(title: str, result: dict) -> list[str]:
         lines.append(f"| {row['chars']} | {row['notes']} | {row['signatures_p50_ms']:.3f} ms | {row['signatures_p99_ms']:.3f} ms | "
                      f"{row['with_classifier_p50_ms']:.3f} ms | {row['with_classifier_p99_ms']:.3f} ms | "
                      f"{row['ratio_p50']:.2f}× | {row['ratio_p99']:.2f}× | {row['ratio_mean']:.2f}× |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def main() -> None:

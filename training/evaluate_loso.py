@@ -29,6 +29,7 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402
 import learn  # noqa: E402
+
 from pymem.admission.model import weights_sha256  # noqa: E402
 
 COMMITTED = HERE.parent / "pymem" / "admission" / "classifier_loso.json"
@@ -52,9 +53,9 @@ def evaluate(rows: list[dict], held: str) -> dict:
         sig = [learn.signature(r["text"]) is not None for r in part]
         verdicts = learn.judged(model, part)
         ours = [j.refused for j in verdicts]
-        both = [a or b for a, b in zip(sig, ours)]
+        both = [a or b for a, b in zip(sig, ours, strict=False)]
         out[key] = {"n": len(part), "signatures": sum(sig), "classifier": sum(ours), "combined": sum(both)}
-        for r, j, b in zip(part, verdicts, both):
+        for r, j, b in zip(part, verdicts, both, strict=False):
             if j.refused:
                 out["names"][j.name] += 1
             if label == 1 and not b:

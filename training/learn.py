@@ -159,7 +159,7 @@ def calibrate(examples: list[dict], seed: int = 0) -> tuple[float, dict]:
         train = [e for i, e in enumerate(examples) if fold_of[i] != k]
         held = [e for i, e in enumerate(examples) if fold_of[i] == k and e["label"] == 0]
         model = fit(train)
-        for e, j in zip(held, judged(model, held, threshold=1.0)):
+        for e, j in zip(held, judged(model, held, threshold=1.0), strict=False):
             if signature(e["text"]) is not None or (j.refused and j.name != NAME):
                 fixed += 1  # refused whatever the threshold
             else:

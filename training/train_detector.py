@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402
 import learn  # noqa: E402
+
 from pymem.admission.model import WEIGHTS_FILE, encode  # noqa: E402
 
 OUT = HERE.parent / "pymem" / "admission" / WEIGHTS_FILE
