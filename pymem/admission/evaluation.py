@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InvalidArguments, PymemError
 from .model import weights_sha256
@@ -130,7 +130,7 @@ def _from_json(data: Any, *, recomputed: bool, note: str) -> AdmissionEvaluation
 
 def _committed() -> dict[str, Any]:
     try:
-        return json.loads(resources.files(__package__).joinpath(COMMITTED_FILE).read_text(encoding="utf-8"))
+        return cast("dict[str, Any]", json.loads(resources.files(__package__).joinpath(COMMITTED_FILE).read_text(encoding="utf-8")))
     except (FileNotFoundError, ValueError):
         raise PymemError(f"the committed leave-one-source-out result ({COMMITTED_FILE}) is missing or unreadable") from None
 
@@ -175,7 +175,7 @@ def _recompute(sources: Sequence[str] | None, progress: Callable[[str], None] | 
                     progress(line)
         if proc.returncode != 0 or not out.is_file():
             raise PymemError("recomputing the evaluation failed:\n" + "\n".join(tail))
-        return json.loads(out.read_text(encoding="utf-8"))
+        return cast("dict[str, Any]", json.loads(out.read_text(encoding="utf-8")))
 
 
 def evaluate_admission(*, recompute: bool | None = None, sources: Sequence[str] | None = None,

@@ -142,6 +142,8 @@ def _check_session(memories: Memories, record: Mapping[str, Any], provenance: Pr
                    policy: AdmissionPolicy, conn: psycopg.Connection | None) -> None:
     """Refuse a write naming an unknown session (audited) or an incognito one (not audited)."""
     session_id = provenance.session_id
+    if session_id is None:
+        return
     with memories.store.transaction(memories.ctx, conn) as c:
         row = session_row(c, memories.ctx.tenant, session_id)
     if row is not None and row.incognito:

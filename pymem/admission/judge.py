@@ -29,15 +29,15 @@ import decimal
 import hashlib
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InvalidArguments, MemoryAdmissionError
 from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS
 from ..vocabulary import canonical_json as _canonical_json
 from .classifier import classify
-from .policy import AdmissionPolicy
+from .policy import AdmissionPolicy, OriginRule
 from .provenance import Origin, Provenance
 from .scanning import instruction_shaped
 
@@ -141,6 +141,7 @@ def _instruction_shaped(value: Any, policy: AdmissionPolicy, classifier: bool) -
         return None
     verdict = classify(value, threshold=policy.classifier_threshold)
     if verdict.refused:
+        assert verdict.name is not None  # a refusing verdict always names what decided it
         return Finding(verdict.name, verdict.score, verdict.piece_digest)
     return None
 
@@ -165,10 +166,10 @@ def check_content(record: Mapping[str, Any], provenance: Provenance, policy: Adm
 
 #: What the gate and recall call to check content: check_content itself, unless a long-running
 #: service routed large notes to worker processes (pymem.admission.offload.install).
-content_check = check_content
+content_check: Callable[[Mapping[str, Any], Provenance, AdmissionPolicy], Finding | None] = check_content
 
 
-def _believed(verb: str, origin: Origin, rule, given: float | None, policy: AdmissionPolicy) -> Decision:
+def _believed(verb: str, origin: Origin, rule: OriginRule, given: float | None, policy: AdmissionPolicy) -> Decision:
     """A positive Decision at the confidence the rule believes, saying when it capped `given`."""
     confidence = rule.cap(given)
     capped = given is not None and confidence < given
@@ -290,7 +291,7 @@ def _recall_text(record: Mapping[str, Any]) -> str:
     if it is a string, else the record without bookkeeping keys and vectors, as canonical JSON."""
     for key in CONTENT_KEYS:
         if isinstance(record.get(key), str):
-            return record[key]
+            return cast("str", record[key])
     rest = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS and k not in VECTOR_KEYS}
     try:
         return canonical_json(rest)

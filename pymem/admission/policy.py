@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InvalidArguments
 from ..vocabulary import Origin, canonical_json
@@ -70,7 +70,7 @@ def check_threshold(name: str, value: Any) -> float:
     value = float(value)
     if not math.isfinite(value) or not 0.0 < value <= 1.0:
         raise InvalidArguments(f"{name} must be a number in (0, 1], got {value!r}")
-    return value
+    return cast("float", value)
 
 
 def _weights_id() -> str:
@@ -84,7 +84,7 @@ def _unit_interval(name: str, value: Any) -> float:
     value = float(value)
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise InvalidArguments(f"{name} must be a number in [0, 1], got {value!r}")
-    return value
+    return cast("float", value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +302,9 @@ class AdmissionPolicy:
                 raise InvalidArguments(f"tightened() would loosen the rule for {origin.value}")
         if threshold is not None:
             threshold = check_threshold("classifier_threshold", threshold)
-            if threshold > self.classifier_threshold:
+            current = self.classifier_threshold
+            assert current is not None  # __post_init__ always sets it
+            if threshold > current:
                 raise InvalidArguments("tightened() would raise the classifier threshold")
             new = new.with_classifier_threshold(threshold)
         return new

@@ -85,7 +85,7 @@ def record_refusal(store: Store, ctx: Context, *, origin: str, source: str | Non
         # own transaction refuses without waiting for a second one from the same pool
         with store.statements.connection() as conn, db.transaction(conn, ctx, timeouts=timeouts):
             conn.execute(queries.query("set_lock_timeout"), (wait,))
-            seq = conn.execute(queries.query("record_refusal"), args).fetchone()[0]
+            seq = db.one(conn.execute(queries.query("record_refusal"), args).fetchone())[0]
     except LockTimeout as exc:
         raise LockTimeout(
             f"could not record the refusal's audit event within {wait}: tenant {ctx.tenant}'s chain is locked by "
