@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from types import ModuleType
+from typing import Any
 
 import click
 
@@ -100,19 +102,24 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         else:
             click.echo(format_admission_report(result))
         return
+    tool: ModuleType  # one of the three benchmarks, each with run, run_scaling and the report formatters
+    config: Any
     if deliver:
-        from ..tools import deliver_bench as tool
+        from ..tools import deliver_bench
 
+        tool = deliver_bench
         config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
                                          keep=keep)
     elif langgraph:
-        from ..tools import langgraph_bench as tool
+        from ..tools import langgraph_bench
 
+        tool = langgraph_bench
         config = tool.LangGraphBenchConfig(rows=rows, dims=dims, queries=queries or 200, top_k=top_k,
                                            database=database or "pymem_bench_langgraph", keep=keep)
     else:
-        from ..tools import bench as tool
+        from ..tools import bench
 
+        tool = bench
         config = tool.BenchConfig(rows=rows, dims=dims, queries=queries or 100, top_k=top_k, write_rows=write_rows,
                                   database=database or "pymem_bench", keep=keep)
     progress = lambda message: stderr(f"bench: {message}")  # noqa: E731

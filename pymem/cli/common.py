@@ -23,10 +23,10 @@ class PymemCommandError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it a ClassVar, yet reads it per instance
 
 
-def handle_errors(fn: Callable) -> Callable:
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -36,7 +36,7 @@ def handle_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-def context_options(fn: Callable) -> Callable:
+def context_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--tenant/--actor/--adapter/--scope with PYMEM_* defaults; passes `ctx: Context`."""
 
     @click.option("--tenant", envvar="PYMEM_TENANT", help="Tenant to act for [env: PYMEM_TENANT] (required).")
@@ -68,7 +68,7 @@ def build_context(tenant: str | None, actor: str | None, adapter: str | None,
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 
 
-def open_store():
+def open_store() -> Store:
     """Open the store from the environment (embedded when PYMEM_DSN is unset)."""
     try:
         return Store.open(Settings.from_env())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import (
+    LoginBinding,
     Settings,
     admin_connection,
     bind_login,
@@ -112,8 +113,8 @@ def register_key_command(public_key: str | None) -> None:
     click.echo(f"signing key registered: {registered}")
 
 
-def _print_binding(b) -> None:
-    tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants) or "no tenant"
+def _print_binding(b: LoginBinding) -> None:
+    tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants or ()) or "no tenant"
     scope = ", ".join(f"{k}={v}" for k, v in b.scope.items()) or "whole tenant"
     click.echo(f"{b.role}: adapter {b.adapter}; tenants: {tenants}; scope: {scope}")
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import click
@@ -11,8 +12,10 @@ from .. import (
     SURFACES,
     Context,
     MemoryAdmissionError,
+    Origin,
     Provenance,
     PymemError,
+    Session,
     deliver_with_lessons,
     end_session,
     erase,
@@ -33,11 +36,11 @@ from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, a
 SURFACE_CHOICE = click.Choice(list(SURFACES))
 
 
-def _when(value) -> str | None:
+def _when(value: datetime.datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
-def _session_table(sessions) -> None:
+def _session_table(sessions: list[Session]) -> None:
     table([{"id": s.id, "surface": s.surface, "started": _when(s.started_at), "ended": _when(s.ended_at),
             "summary": "yes" if s.has_summary else "", "topic": _short(s.topic, 50)} for s in sessions],
           ["id", "surface", "started", "ended", "summary", "topic"])
@@ -254,7 +257,7 @@ def supersede_command(old_id: str, text: str, origin: str, session_id: str | Non
 
     Example: pymem supersede 6f1c... "Initech now pays in USD" --origin user_asserted --session chat-43
     """
-    provenance = Provenance(origin=origin, session_id=session_id, source=source, citation=citation)
+    provenance = Provenance(origin=Origin(origin), session_id=session_id, source=source, citation=citation)
     with open_store() as store:
         try:
             out = supersede(store.bind(ctx), old_id, text, provenance, embedder=_embedder(store))
@@ -376,19 +379,24 @@ def audit_injections(session_id: str | None, turn: int | None, memory_id: str | 
     with open_store() as store:
         memories = store.bind(ctx)
         if memory_id is not None:
-            rows = memory_injections(memories, memory_id)
+            entered = memory_injections(memories, memory_id)
         else:
+            assert session_id is not None  # exactly one of the two, checked above
             rows = session_injections(memories, session_id, turn=turn)
+    if memory_id is not None:
+        if as_json:
+            for e in entered:
+                echo_json(e.to_json())
+            return
+        table([{"seq": e.seq, "session": e.session_id, "turn": e.turn, "section": e.section,
+                "at": _when(e.occurred_at)} for e in entered], ["seq", "session", "turn", "section", "at"])
+        return
     if as_json:
         for r in rows:
             echo_json(r.to_json())
         return
-    if memory_id is not None:
-        table([{"seq": r.seq, "session": r.session_id, "turn": r.turn, "section": r.section,
-                "at": _when(r.occurred_at)} for r in rows], ["seq", "session", "turn", "section", "at"])
-        return
     if not rows:
-        raise PymemError(f"no injection record for session {session_id[:100]!r} in this context")
+        raise PymemError(f"no injection record for session {str(session_id)[:100]!r} in this context")
     for r in rows:
         click.echo(f"seq {r.seq}: session {r.session_id} turn {r.turn} at {_when(r.occurred_at)}, {r.tokens} of "
                    f"{r.budget} tokens ({r.counter}), {r.truncated} left out")

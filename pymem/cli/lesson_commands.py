@@ -3,6 +3,7 @@ and facts shared between the tasks of a run, on the command line."""
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import click
@@ -11,7 +12,9 @@ from .. import (
     LESSON_TYPES,
     ORIGINS,
     Context,
+    Convention,
     ConventionConflict,
+    Fact,
     MemoryAdmissionError,
     active_conventions,
     check_conventions,
@@ -31,7 +34,7 @@ TYPE_CHOICE = click.Choice(list(LESSON_TYPES), case_sensitive=False)
 ORIGIN_CHOICE = click.Choice(list(ORIGINS))
 
 
-def _when(value) -> str | None:
+def _when(value: datetime.datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
@@ -159,7 +162,7 @@ def conventions_group() -> None:
     """
 
 
-def _rule_line(rule) -> str:
+def _rule_line(rule: Convention) -> str:
     symbol = f" {rule.subject_symbol}" if rule.subject_symbol else ""
     return (f"{rule.id} v{rule.version} {rule.status}: {rule.subject}{symbol} @ {rule.base_commit[:12]} | "
             f"{_short(rule.rule_text, 60)} | check: {_short(rule.assertion, 40)}")
@@ -291,7 +294,7 @@ def facts_group() -> None:
     """
 
 
-def _fact_line(fact) -> str:
+def _fact_line(fact: Fact) -> str:
     by = fact.source_adapter or "operator"
     task = f" task {fact.producer_task}" if fact.producer_task else ""
     return f"{_when(fact.published_at)} {fact.tag}/{fact.key} by {by}{task}: {fact.value}"

@@ -16,11 +16,13 @@ import click
 
 from .. import (
     Context,
+    Embedder,
     InvalidArguments,
     MemoryAdmissionError,
     Origin,
     Provenance,
     PymemError,
+    Store,
     admit,
     history,
     recall,
@@ -44,7 +46,7 @@ def _short(text: Any, width: int = 70) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
-def _embedder(store):
+def _embedder(store: Store) -> Embedder:
     """The store's embedder (PYMEM_EMBEDDER only chooses for a store that has none recorded)."""
     return store.text_embedder()
 
@@ -214,7 +216,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         raise click.UsageError("give TEXT to remember (or --file NOTES.jsonl)")
     if origin is None:
         raise click.UsageError("--origin is required: " + ", ".join(o.value for o in Origin))
-    provenance = Provenance(origin=origin, source=source, citation=citation, session_id=session_id, run_id=run_id,
+    provenance = Provenance(origin=Origin(origin), source=source, citation=citation, session_id=session_id, run_id=run_id,
                             turn=turn, injection_source=injection_source)
     record: dict[str, Any] = {"content": text}
     tags = tuple(dict.fromkeys(tags + (("hot",) if hot else ())))

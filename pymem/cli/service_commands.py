@@ -6,7 +6,6 @@ They need the `server` extra (pip install 'pymem[server]'); without it they say 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,8 @@ from .. import Context
 from .common import PymemCommandError, context_options, handle_errors
 
 
-def _service(name: str) -> Callable[..., Any]:
+def _service(name: str) -> Any:
+    """A name of the server extra, looked up when a command runs (its import needs that extra)."""
     import pymem
 
     try:
