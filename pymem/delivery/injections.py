@@ -14,12 +14,12 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from psycopg.rows import class_row
 
-from .. import queries
+from .. import db, queries
 from ..errors import InvalidArguments
 from ..storage.validate import check_id
 
@@ -82,12 +82,12 @@ def record_injection(conn: psycopg.Connection, *, session_id: str, turn: int, me
                        (session_id, turn, list(memory_ids), list(hot_ids), list(digest_sessions), block_sha256,
                         tokens, budget, truncated, counter, policy_fingerprint, tiers_fingerprint,
                         list(lesson_ids))).fetchone()
-    return int(row[0])
+    return int(db.one(row)[0])
 
 
 def last_turn(conn: psycopg.Connection, tenant: str, session_id: str) -> int | None:
     """The highest turn recorded for the session in this context, None when none."""
-    return conn.execute(queries.query("last_injected_turn"), (tenant, session_id)).fetchone()[0]
+    return cast("int | None", db.one(conn.execute(queries.query("last_injected_turn"), (tenant, session_id)).fetchone())[0])
 
 
 def _check_turn(turn: Any) -> int | None:
@@ -113,7 +113,7 @@ def session_injections(memories: Memories, session_id: str, *, turn: int | None 
             if turn is None:
                 return []
         cur.execute(queries.query("session_injections"), (tenant, session_id, turn, turn))
-        return cur.fetchall()
+        return cast("list[Injection]", cur.fetchall())
 
 
 def memory_injections(memories: Memories, memory_id: str, *,
@@ -122,4 +122,4 @@ def memory_injections(memories: Memories, memory_id: str, *,
     check_id(memory_id, "memory id")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(MemoryInjection)) as cur:
         cur.execute(queries.query("memory_injections"), (memories.ctx.tenant, memory_id))
-        return cur.fetchall()
+        return cast("list[MemoryInjection]", cur.fetchall())

@@ -21,20 +21,20 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from psycopg import errors as pgerr
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from .. import queries
+from .. import db, queries
 from ..admission.gate import audited_refusal
 from ..admission.judge import digest_of_arguments
 from ..admission.provenance import Provenance
 from ..admission.scanning import instruction_shaped
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
-from ..errors import IncognitoSession, InvalidArguments, NotFound, UnknownSession
+from ..errors import IncognitoSession, InvalidArguments, MemoryAdmissionError, NotFound, UnknownSession
 from ..storage.sessions import SessionRow, session_row
 from ..storage.validate import check_id, check_text
 from ..vocabulary import SURFACES, Origin, is_plain_text
@@ -102,7 +102,7 @@ def check_session_id(value: Any, what: str = "session id") -> str:
     value = check_id(value, what)
     if not is_plain_text(value) or value != value.strip():
         raise InvalidArguments(f"{what} must have no control or format characters and no surrounding spaces")
-    return value
+    return cast("str", value)
 
 
 def _check_summary(summary: Any) -> str:
@@ -121,15 +121,15 @@ def _summary_provenance(session_id: str) -> Provenance:
     return Provenance(Origin.MODEL_INFERRED, session_id=session_id, source=SUMMARY_SOURCE)
 
 
-def _changed(memories: Memories, statement: str, params: tuple, conn: psycopg.Connection | None) -> SessionRow | None:
+def _changed(memories: Memories, statement: str, params: tuple[Any, ...], conn: psycopg.Connection | None) -> SessionRow | None:
     """Run a named statement that writes one session and returns it (None: no row it may change)."""
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(statement, params)
-        return cur.fetchone()
+        return cast("SessionRow | None", cur.fetchone())
 
 
 def _refuse_write(memories: Memories, session_id: str, summary: str | None, reason: str,
-                  conn: psycopg.Connection | None, signature: str | None = None):
+                  conn: psycopg.Connection | None, signature: str | None = None) -> MemoryAdmissionError:
     provenance = _summary_provenance(session_id)
     digest = digest_of_arguments({"session": session_id, "summary": summary}, provenance)
     return audited_refusal(memories, provenance, reason, digest=digest, signature=signature, conn=conn)
@@ -178,7 +178,7 @@ def start_session(memories: Memories, session_id: str, surface: str, *, incognit
                        (ctx.tenant, session_id, Jsonb(dict(ctx.scope)), surface, incognito, topic), conn)
     except pgerr.UniqueViolation:
         raise InvalidArguments(f"session {session_id[:100]!r} was already started in this tenant") from None
-    return Session.from_row(row)
+    return Session.from_row(db.one(row))
 
 
 def end_session(memories: Memories, session_id: str, *, summary: str | None = None,
@@ -226,7 +226,7 @@ def recent_sessions(memories: Memories, *, limit: int, exclude: str | None = Non
         raise InvalidArguments("limit must be an integer between 1 and 10000")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(queries.query("recent_sessions"), (memories.ctx.tenant, exclude, limit))
-        return cur.fetchall()
+        return cast("list[SessionRow]", cur.fetchall())
 
 
 def digest_sessions(memories: Memories, session: SessionRow, *, limit: int,
@@ -238,7 +238,7 @@ def digest_sessions(memories: Memories, session: SessionRow, *, limit: int,
         raise InvalidArguments("limit must be an integer between 1 and 10000")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(queries.query("digest_sessions"), (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
-        return cur.fetchall()
+        return cast("list[SessionRow]", cur.fetchall())
 
 
 def list_sessions(memories: Memories, *, limit: int = 100, conn: psycopg.Connection | None = None) -> list[Session]:
