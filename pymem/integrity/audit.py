@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from psycopg.rows import class_row
@@ -106,7 +106,7 @@ def refusals(memories: Memories, *, since: Any = None, limit: int | None = 1000,
         raise InvalidArguments("limit must be a positive integer")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(Refusal)) as cur:
         cur.execute(queries.query("refusals"), (memories.ctx.tenant, when, when, limit))
-        return cur.fetchall()
+        return cast("list[Refusal]", cur.fetchall())
 
 
 def history(memories: Memories, memory_id: str, *, conn: psycopg.Connection | None = None) -> list[HistoryEvent]:
@@ -115,4 +115,4 @@ def history(memories: Memories, memory_id: str, *, conn: psycopg.Connection | No
     check_id(memory_id)
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(HistoryEvent)) as cur:
         cur.execute(queries.query("memory_history"), (memories.ctx.tenant, memory_id))
-        return cur.fetchall()
+        return cast("list[HistoryEvent]", cur.fetchall())

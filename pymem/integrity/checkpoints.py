@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -124,7 +124,7 @@ def open_sink(target: str | Path) -> CheckpointSink:
 
         for ep in entry_points(group=SINK_GROUP):
             if ep.name == scheme:
-                return ep.load()(rest)
+                return cast("CheckpointSink", ep.load()(rest))
         raise InvalidArguments(f"no checkpoint sink named {scheme!r} (entry-point group {SINK_GROUP})")
     return FileSink(text)
 
@@ -174,7 +174,7 @@ def check_checkpoints(conn: psycopg.Connection, checkpoints: Iterable[Checkpoint
                 continue
             row = conn.execute(queries.query("ledger_entry_hash"), (cp.tenant, cp.seq), prepare=False).fetchone()
             if row is None:
-                last = conn.execute(queries.query("ledger_last_seq"), (cp.tenant,), prepare=False).fetchone()[0]
+                last = db.one(conn.execute(queries.query("ledger_last_seq"), (cp.tenant,), prepare=False).fetchone())[0]
                 findings.append(CheckpointFinding(
                     cp.tenant, cp.seq, f"chain truncated: the checkpoint at seq {cp.seq} (taken {cp.taken_at}) "
                                        f"is gone, the chain now ends at seq {last or 0}"))

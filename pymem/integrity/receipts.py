@@ -20,7 +20,7 @@ edited) is pymem.verify_chain's job, which `pymem verify` runs first.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -116,7 +116,7 @@ def _short(key: str | None) -> str:
     return f"{key[:16]}…" if key else "none"
 
 
-def _check_version(row: Mapping[str, Any], trusted: str | None, anchors: list[Mapping[str, Any]]) -> str | None:
+def _check_version(row: Mapping[str, Any], trusted: str | None, anchors: Sequence[Mapping[str, Any]]) -> str | None:
     """The first problem with one receipt version, or None."""
     if bytes(row["rule_sha256"]) != rule_sha256(row["rule_text"]):
         return "rule text rewritten: it no longer matches the hash the receipt was signed over"
@@ -142,7 +142,7 @@ def _check_version(row: Mapping[str, Any], trusted: str | None, anchors: list[Ma
     return None
 
 
-def _ending_problem(ending: Mapping[str, Any], events: list[Mapping[str, Any]]) -> str | None:
+def _ending_problem(ending: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> str | None:
     if not events:
         return f"{ending['status']} without a ledger entry: the ending was written outside the chain"
     if len(events) > 1:
@@ -155,8 +155,8 @@ def _ending_problem(ending: Mapping[str, Any], events: list[Mapping[str, Any]]) 
     return None
 
 
-def _findings(trusted: str | None, registered: str | None, receipts: list[dict], events: list[dict],
-              endings: list[dict]) -> list[ReceiptFinding]:
+def _findings(trusted: str | None, registered: str | None, receipts: list[dict[str, Any]], events: list[dict[str, Any]],
+              endings: list[dict[str, Any]]) -> list[ReceiptFinding]:
     found: list[ReceiptFinding] = []
     if registered is not None and trusted is not None and registered != trusted:
         found.append(ReceiptFinding(f"the signing key registered in the database ({_short(registered)}) is not this "
@@ -164,8 +164,8 @@ def _findings(trusted: str | None, registered: str | None, receipts: list[dict],
     if receipts and trusted is None:
         found.append(ReceiptFinding("no trusted key to check receipt signatures against: no installation key file "
                                     "(PYMEM_SIGNING_KEY) and no --public-key given"))
-    anchors: dict[tuple, list[dict]] = {}
-    ends: dict[tuple, list[dict]] = {}
+    anchors: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    ends: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for event in events:
         details = event["details"]
         key = (event["tenant_id"], details.get("receipt"))
@@ -175,14 +175,14 @@ def _findings(trusted: str | None, registered: str | None, receipts: list[dict],
             ends.setdefault(key, []).append(event)
     versions = {(r["tenant_id"], r["id"], r["version"]) for r in receipts}
     for row in receipts:
-        key = (row["tenant_id"], row["id"], row["version"])
-        problem = _check_version(row, trusted, anchors.get(key, []))
+        version_key = (row["tenant_id"], row["id"], row["version"])
+        problem = _check_version(row, trusted, anchors.get(version_key, []))
         if problem is not None:
-            seq = next((a["seq"] for a in anchors.get(key, [])), None)
+            seq = next((a["seq"] for a in anchors.get(version_key, [])), None)
             found.append(ReceiptFinding(problem, row["tenant_id"], row["id"], row["version"], seq))
-    for key, listed in sorted(anchors.items(), key=lambda kv: kv[1][0]["seq"]):
-        if key not in versions:
-            tenant, receipt, version = key
+    for anchored, listed in sorted(anchors.items(), key=lambda kv: kv[1][0]["seq"]):
+        if anchored not in versions:
+            tenant, receipt, version = anchored
             found.append(ReceiptFinding(
                 f"ledger entry seq {listed[0]['seq']} anchors a receipt version that does not exist "
                 "(deleted, or the anchor was appended by hand)", tenant, receipt, version, listed[0]["seq"]))

@@ -49,7 +49,7 @@ class VerifyReport:
     def first_problem(self) -> TenantVerification | None:
         return next((t for t in self.tenants if not t.clean), None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "clean": self.clean,
             "entries": self.entries,

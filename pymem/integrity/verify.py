@@ -8,6 +8,7 @@ Python on several connections (pymem.integrity.streamed).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.rows import dict_row
@@ -16,6 +17,9 @@ from .. import db, queries
 from ..context import Context
 from .reports import TenantVerification, VerifyReport
 from .streamed import DatabaseBytes, verify_streamed
+
+if TYPE_CHECKING:
+    from ..storage.store import Store
 
 
 def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyReport:
@@ -35,7 +39,7 @@ def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyR
 JOBS = 2
 
 
-def verify_store(store, tenant: str | None = None, *, jobs: int = JOBS) -> VerifyReport:
+def verify_store(store: Store, tenant: str | None = None, *, jobs: int = JOBS) -> VerifyReport:
     """Verify one tenant (on app connections, with its context) or every tenant (administrative
     connections): the checks of pymem.verify_chain, with the bytes each hash covers streamed from
     the database's own hash functions and hashed in Python, on `jobs` connections that read one
