@@ -93,9 +93,10 @@ def bind_login(conn: psycopg.Connection, role: str, *, adapter: str, tenants: It
             raise InvalidArguments(f"{role} is a superuser: a binding cannot contain it")
         row = cur.execute(
             queries.query("bind_login"),
-            (role, adapter, None if all_tenants else list(dict.fromkeys(names)), all_tenants, Jsonb(scope)),
+            (role, adapter, None if all_tenants or names is None else list(dict.fromkeys(names)), all_tenants,
+             Jsonb(scope)),
         ).fetchone()
-    return _row(row)
+    return _row(db.one(row))
 
 
 def unbind_login(conn: psycopg.Connection, role: str) -> bool:

@@ -133,7 +133,7 @@ def search_rows(conn: psycopg.Connection, ctx: Context, vector: Any, top_k: Any,
     scope_filter = check_scope_filter(scope_filter)
     if dim is None:
         with db.translate_errors():
-            dim = conn.execute(queries.query("store_embedding_dim")).fetchone()[0]
+            dim = db.one(conn.execute(queries.query("store_embedding_dim")).fetchone())[0]
     query = check_embedding(vector, dim, "vector")
     with db.transaction(conn, ctx):
         return run_search(conn, query, top_k, scope_filter, include_superseded=include_superseded,

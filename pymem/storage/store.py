@@ -11,6 +11,7 @@ import psycopg
 from .. import db, migrate, queries
 from ..config import Settings
 from ..context import Context
+from ..embedder import Embedder
 from ..errors import SchemaError
 from .embedding import StoreEmbedder
 from .endpoints import Endpoints, resolve
@@ -82,7 +83,7 @@ class Store:
                                                         timeouts=self.timeouts):
             yield c
 
-    def text_embedder(self, embedder: Any = None, *, claim: bool = False) -> Any:
+    def text_embedder(self, embedder: Embedder | None = None, *, claim: bool = False) -> Embedder:
         """The embedder for text in this store (pymem.storage.embedding): `embedder` checked
         against the store's recorded one, or the store's own; with `claim`, recorded as the
         store's if it has none yet (before a write of vectors computed from text)."""
