@@ -51,7 +51,7 @@ from pgvector import Vector
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
-from .. import migrate
+from .. import db, migrate
 from ..context import Context
 from ..errors import InvalidArguments, ServerError
 
@@ -205,6 +205,8 @@ def scratch_database(store, config: Any, progress: Callable[[str], None]) -> Ite
 def server_facts(admin: psycopg.Connection) -> dict[str, str]:
     row = admin.execute("select current_setting('server_version'), current_setting('shared_buffers'),"
                         " (select extversion from pg_extension where extname = 'vector')").fetchone()
+    if row is None:  # pragma: no cover - the statement always returns one row
+        raise ServerError("the server's settings could not be read")
     return {"postgres": row[0], "shared_buffers": row[1], "pgvector": row[2]}
 
 
@@ -224,7 +226,7 @@ def run(store, config: BenchConfig, progress: Callable[[str], None] = lambda _m:
         report["tenants"] = {t: n for t, _, n in queried} | dict(fillers)
         report["load"] = _load(bench_store, admin, admin_dsn, data, queried, fillers, config, progress)
         report["server"] = server_facts(admin)
-        ef = admin.execute("select pymem._search_ef(%s)", (config.top_k,)).fetchone()[0]
+        ef = db.one(admin.execute("select pymem._search_ef(%s)", (config.top_k,)).fetchone())[0]
         report["ef_search"] = ef
         report["search"] = _search(bench_store, admin_dsn, data, queried, config, ef, progress)
         report["upsert"] = _writes(bench_store, admin_dsn, data, config, progress)
@@ -268,7 +270,7 @@ def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: B
     for tenant, n in [(t, n) for t, _, n in queried] + fillers:
         batches += [(tenant, start, min(start + BATCH, n)) for start in range(0, n, BATCH)]
     random.Random(config.seed).shuffle(batches)  # tenants interleaved in time, as in real life
-    mems = {}
+    mems: dict[str, Any] = {}
     seconds = {"pymem": 0.0, "raw_copy_text": 0.0, "raw_copy_binary": 0.0}
     per_batch: list[dict[str, float]] = []
     done = 0
@@ -396,7 +398,7 @@ def _writes(store, admin_dsn: str, data: _Data, config: BenchConfig, progress) -
                 "raw_copy": lambda: _copy_rows(raw, "bench_raw.items", "bench-write-copy", batch, binary=True),  # noqa: B023 - called within this iteration
             }
             per_batch.append(_timed_round(writes, i, seconds))
-    out = {"rows": m, "pymem_rows_per_s": round(m / seconds["pymem"]),
+    out: dict[str, float] = {"rows": m, "pymem_rows_per_s": round(m / seconds["pymem"]),
            "raw_insert_rows_per_s": round(m / seconds["raw_insert"]),
            "raw_copy_rows_per_s": round(m / seconds["raw_copy"])}
     out["pymem_vs_raw_insert"] = round(out["pymem_rows_per_s"] / out["raw_insert_rows_per_s"], 2)
@@ -413,7 +415,8 @@ def _verify(store, admin, progress) -> dict[str, Any]:
     progress(f"verifying every tenant as pymem verify does ({JOBS} connections, hashing in Python)")
     report = verify_store(store)
     if not report.clean:  # pragma: no cover - would be a bug in pymem
-        raise ServerError(f"verification found a problem in tenant {report.first_problem.tenant}")
+        bad = report.first_problem
+        raise ServerError(f"verification found a problem in tenant {bad.tenant if bad else '?'}")
     rows = sum(t.rows_checked for t in report.tenants)
     progress("verifying every tenant inside the database (pymem.verify_chain)")
     t0 = time.perf_counter()
@@ -474,8 +477,9 @@ def run_scaling(store, config: BenchConfig, progress: Callable[[str], None] = la
     reports = []
     for rows in sizes:
         progress(f"scaling: {rows:,} rows")
-        reports.append(run(store, dataclasses.replace(config, rows=rows, write_rows=None),
-                           progress=lambda m, rows=rows: progress(f"[{rows:,}] {m}")))
+        def labelled(m: str, rows: int = rows) -> None:
+            progress(f"[{rows:,}] {m}")
+        reports.append(run(store, dataclasses.replace(config, rows=rows, write_rows=None), progress=labelled))
     table = []
     for r in reports:
         ver = r["verify"]

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..admission.gate import admit
 from ..admission.policy import AdmissionPolicy
-from ..admission.provenance import Provenance
+from ..admission.provenance import Origin, Provenance
 from ..admission.trust import AdapterTrustPolicy
 from ..context import Context
 from ..delivery.deliver import deliver
@@ -76,7 +76,7 @@ def _seed(store, ctx: Context, config: DeliverBenchConfig, embedder, progress) -
     progress(f"admitting {config.memories} memories")
     for i in range(config.memories):
         record = {"content": _sentence(rng), **({"tags": ["hot"]} if i < config.hot else {})}
-        admit(mem, record, Provenance("user_asserted", session_id=sessions[i % len(sessions)]), policy=policy,
+        admit(mem, record, Provenance(Origin.USER_ASSERTED, session_id=sessions[i % len(sessions)]), policy=policy,
               embedder=embedder)
     return [" ".join(rng.choice(_WORDS) for _ in range(3)) for _ in range(50)]
 
@@ -136,7 +136,8 @@ def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lam
             start_session(mem, session, "chat", first_message="The turns the benchmark delivers")
             file_lesson(mem, "Check the customer's timezone before a deadline.", ["support"], "project", 0.8,
                         origin="operator", policy=AdmissionPolicy(), embedder=embedder)
-            options = dict(policy=AdmissionPolicy(), trust=AdapterTrustPolicy(), tiers=TrustTiers(), embedder=embedder)
+            options: dict[str, Any] = dict(policy=AdmissionPolicy(), trust=AdapterTrustPolicy(), tiers=TrustTiers(),
+                                           embedder=embedder)
             runs = {
                 "deliver": lambda q: deliver(mem, session, q, **options),
                 "with lessons": lambda q: deliver_with_lessons(mem, session, q, ["support"], cache=None, **options),
@@ -145,7 +146,7 @@ def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lam
                 for q in queries[:5]:
                     fn(q)
             meter = _Meter(measured, wire)
-            results = {name: {k: [] for k in ("ms", "round_trips", "statements", "checkouts", "connections_opened")}
+            results: dict[str, dict[str, list[float]]] = {name: {k: [] for k in ("ms", "round_trips", "statements", "checkouts", "connections_opened")}
                        for name in VARIANTS}
             progress(f"{config.calls} deliveries per variant")
             for i in range(config.calls):

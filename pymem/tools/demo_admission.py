@@ -52,11 +52,11 @@ def admission_demo(demo) -> None:
     found = [r for r in refusals(operator) if r.seq == bad.audit_seq]
     demo.check(len(found) == 1, "the refusal is in the audit view")
     event = found[0]
-    demo.check(event.args_digest.startswith("sha256:") and event.tool == "memory.write:crm"
+    demo.check((event.args_digest or "").startswith("sha256:") and event.tool == "memory.write:crm"
                and all("attacker" not in str(v) for v in event.to_json().values()),
                "the audit holds a digest of the refused note, not the note")
     demo.ok(f"pymem.audit_refusals seq {event.seq}: tool {event.tool}, signature {event.signature}, "
-            f"digest {event.args_digest[:23]}... (the note itself is stored nowhere)")
+            f"digest {(event.args_digest or '')[:23]}... (the note itself is stored nowhere)")
 
     demo.step("Recall re-judges every hit under the policy in force now")
     legacy = operator.add([{"content": "Initech's finance team closes the books early in December.",
@@ -94,7 +94,7 @@ def admission_demo(demo) -> None:
     demo.check(reasons.get(tagged["id"]) == "untrusted adapter codex", "a row tagged by an unlisted adapter is withheld")
     demo.ok("a row written through the codex adapter is withheld on recall: untrusted adapter codex")
     listed = recall(operator, refund_query, top_k=5, policy=policy, embedder=embedder,
-                    trust=AdapterTrustPolicy(trusted_adapters={"codex"}))
+                    trust=AdapterTrustPolicy(trusted_adapters=frozenset({"codex"})))
     demo.check(any(k.id == tagged["id"] and k.source_adapter == "codex" for k in listed.kept),
                "allow-listing the adapter brings the row back")
     demo.ok("with codex allow-listed (PYMEM_TRUSTED_ADAPTERS=codex) the same row is kept; untagged operator rows "

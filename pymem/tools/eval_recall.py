@@ -180,7 +180,7 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
         limit: int | None = None, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Run the evaluation (see the module docstring) in a scratch database next to `store`;
     `limit` caps the questions per conversation (a quick look)."""
-    from .. import Provenance, admit, deliver, recall, start_session
+    from .. import Origin, Provenance, admit, deliver, recall, start_session
     from ..embedder import embed_query
 
     conversations = load_locomo(directory)
@@ -206,7 +206,7 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
                 if when is not None:
                     record["event_at"] = when.isoformat()
                 try:
-                    admit(mem, record, Provenance(origin="user_asserted", source="chat", session_id=f"s{turn.session}"))
+                    admit(mem, record, Provenance(origin=Origin.USER_ASSERTED, source="chat", session_id=f"s{turn.session}"))
                 except MemoryAdmissionError:
                     report["refused"] += 1
                 except InvalidArguments:

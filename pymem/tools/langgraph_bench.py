@@ -55,7 +55,7 @@ class LangGraphBenchConfig:
     keep: bool = False
 
     def check(self) -> None:
-        BenchConfig.check(self)  # the same bounds on rows, dims, queries, top_k and the database name
+        BenchConfig.check(self)  # type: ignore[arg-type]  # the same fields; the same bounds on rows, dims, queries, top_k and the database name
 
 
 class _Vectors:
@@ -94,7 +94,7 @@ def run(store, config: LangGraphBenchConfig, progress: Callable[[str], None] = l
         vectors = _Vectors()
         index = {"dims": config.dims, "embed": vectors.embed, "fields": ["text"]}
         pymem_store = PymemStore(scratch.store.bind(Context(tenant="app", actor="bench")), index=index)
-        pg_index = {**index, "distance_type": "cosine"}
+        pg_index: Any = {**index, "distance_type": "cosine"}  # a PostgresIndexConfig
         with PostgresStore.from_conn_string(scratch.admin_dsn, index=pg_index) as pg_store:
             pg_store.setup()
             layout = _namespaces(config.rows)
@@ -103,7 +103,8 @@ def run(store, config: LangGraphBenchConfig, progress: Callable[[str], None] = l
             report["load"] = _load(admin, pymem_store, pg_store, vectors, data, layout, config, progress)
             report["server"] = server_facts(admin)
             with PostgresStore.from_conn_string(scratch.admin_dsn, index=pg_index) as iterative:
-                iterative.conn.execute("set hnsw.iterative_scan = relaxed_order")
+                iterative.conn.execute(  # type: ignore[union-attr]  # from_conn_string opens a connection
+                    "set hnsw.iterative_scan = relaxed_order")
                 stores = {"PymemStore": pymem_store, "PostgresStore": pg_store, "PostgresStore iterative": iterative}
                 report["search"] = _search(admin, stores, vectors, data, layout, config, progress)
     report["seconds"] = round(time.perf_counter() - started, 1)

@@ -40,7 +40,7 @@ class WireCounter:
 
     def __init__(self, dsn: str):
         params = conninfo_to_dict(dsn)
-        host = params.get("host") or "/tmp"
+        host = str(params.get("host") or "/tmp")
         self._port = int(params.get("port") or 5432)
         first = host.split(",")[0]
         if first.startswith("/"):
@@ -66,7 +66,7 @@ class WireCounter:
         params = conninfo_to_dict(dsn)
         params.update(host=self._dir, port=str(self._port), sslmode="disable", gssencmode="disable")
         params.pop("hostaddr", None)
-        return make_conninfo(**params)
+        return make_conninfo("", **params)
 
     def counts(self) -> dict[str, int]:
         """Messages by type so far, plus `round_trips`, `statements` and `connections`."""
