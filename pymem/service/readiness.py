@@ -118,6 +118,8 @@ class Readiness:
             return status.unreachable(self.store.embedding_dim, exc)
 
     def _restart(self) -> dict[str, Any] | None:
+        if self._home is None:  # not an embedded store: nothing to start
+            return None
         log.warning("the embedded Postgres in %s is not running: starting it again", self._home)
         try:
             embedded.restart(self._home)
