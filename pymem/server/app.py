@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio.to_thread
@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from ..admission import offload
 from ..config import Settings
+from ..context import Context
 from ..embedder import Embedder
 from ..mcp.server import build_mcp_server, identity_from_request
 from ..service.auth import TokenVerifier
@@ -118,7 +119,7 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
                                       max_request_body_size=max_body, host=host)
     document = json_bytes(openapi_document())
 
-    async def authenticated(request: Request, work) -> Response:
+    async def authenticated(request: Request, work: Callable[[Context], Awaitable[Response]]) -> Response:
         rid = request_id(request.scope)
         try:
             ctx = tokens.verify(bearer_token(request))
@@ -128,7 +129,7 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
             return error_response(exc, rid, f"{request.method} {request.url.path}")
 
     async def call(request: Request) -> Response:
-        async def work(ctx) -> Response:
+        async def work(ctx: Context) -> Response:
             service = runtime.get()
             service.limits.check(ctx.tenant)  # a tenant at its limit is refused before its body is read
             body = await read_body(request, max_body)
@@ -137,7 +138,7 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
         return await authenticated(request, work)
 
     async def handshake(request: Request) -> Response:
-        async def work(ctx) -> Response:
+        async def work(ctx: Context) -> Response:
             raw = await read_body(request, max_body, required=False)
             body = parse_json(raw) if raw is not None else None
             if body is not None and (not isinstance(body, dict) or set(body) - {"protocols"}):
