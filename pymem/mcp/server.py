@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -120,7 +120,8 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
     auth = None
     if tokens is not None:
         issuer = tokens.issuer if tokens.issuer and tokens.issuer.startswith(("http://", "https://")) else None
-        auth = AuthSettings(issuer_url=issuer or "http://127.0.0.1/", resource_server_url=None,
+        auth = AuthSettings(issuer_url=issuer or "http://127.0.0.1/",  # type: ignore[arg-type]  # pydantic parses the str
+                            resource_server_url=None,
                             validate_token_resource=False)
     server = _Server("pymem", instructions=INSTRUCTIONS, version=version(), auth=auth,
                      token_verifier=_Verifier(tokens) if tokens is not None else None)
@@ -184,7 +185,7 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
                scope_filter: dict[str, str] | None = None) -> dict[str, Any]:
         """The memories closest to the query that are still believed now (kept, with origin and
         confidence), and the ones withheld, with the reason (never their content)."""
-        return run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter})
+        return cast("dict[str, Any]", run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter}))
 
     @server.tool(name="get", annotations=reads)
     def get(id: str, ctx: ToolContext) -> dict[str, Any]:
@@ -227,10 +228,10 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         args = {"session_id": session_id, "query": query, "turn": turn, "budget": budget, "lesson_tags": lesson_tags,
                 "role": role}
         try:
-            return run(ctx, "deliver", args, (UnknownSession,))
+            return cast("dict[str, Any]", run(ctx, "deliver", args, (UnknownSession,)))
         except UnknownSession:
             run(ctx, "start_session", {"session_id": session_id, "surface": surface, "first_message": query})
-            return run(ctx, "deliver", args)
+            return cast("dict[str, Any]", run(ctx, "deliver", args))
 
     @server.tool(name="add_memories", annotations=writes)
     def add_memories(text: str, ctx: ToolContext, origin: OriginName = "model_inferred",
@@ -242,7 +243,7 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
     @server.tool(name="search_memory", annotations=reads)
     def search_memory(query: str, ctx: ToolContext, limit: int = 5) -> dict[str, Any]:
         """Recall memories relevant to the query (recall, in the common search_memory shape)."""
-        return run(ctx, "recall", {"query": query, "top_k": limit})
+        return cast("dict[str, Any]", run(ctx, "recall", {"query": query, "top_k": limit}))
 
     @server.tool(name="list_memories", annotations=reads)
     def list_memories(ctx: ToolContext, limit: int = 20, after: str | None = None) -> dict[str, Any]:
