@@ -31,7 +31,7 @@ class _EmbedderFunction:
     def __init__(self, embedder: Any):
         self.embedder = embedder
 
-    def __call__(self, texts: list[str]) -> list[list[float]]:
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(v) for v in self.embedder.embed(list(texts))]
 
 

@@ -118,6 +118,6 @@ def believed(row: SearchHit, record: Mapping[str, Any], policy: AdmissionPolicy,
             if found is not None:
                 return found
     verdict = isinstance(judge_hit(judged, policy, trust), RecalledMemory)
-    if key is not None:
+    if cache is not None and key is not None:
         cache.put(key, verdict)
     return verdict
