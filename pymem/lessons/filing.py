@@ -38,7 +38,7 @@ from psycopg.types.json import Jsonb
 from .. import queries
 from ..admission.gate import Screened, screen
 from ..admission.policy import AdmissionPolicy
-from ..admission.provenance import Provenance
+from ..admission.provenance import Origin, Provenance
 from ..context import Context
 from ..delivery.envelope import STALE_AFTER_DAYS
 from ..embedder import Embedder
@@ -159,10 +159,10 @@ def check_lesson(content: Any, tags: Any, memory_type: Any, confidence: Any = No
             float(confidence) if confidence is not None else None, _check_name(source_task, "source task"))
 
 
-def _check_origin(origin: Any) -> str:
+def _check_origin(origin: Any) -> Origin:
     if not isinstance(origin, str) or origin not in ORIGINS:
         raise InvalidArguments(f"origin must be one of {', '.join(ORIGINS)}")
-    return origin
+    return Origin(origin)
 
 
 def screen_lesson(memories: Memories, content: str, tags: list[str], memory_type: str, confidence: float | None,

@@ -233,7 +233,7 @@ def lessons_for_task(memories: Memories, tags: Iterable[str], *, role: str | Non
     result = LessonsForTask(tags=task_tags, role=role, lessons=fitted.lessons, text=fitted.text, tokens=fitted.tokens,
                             budget=budget, truncated=fitted.omitted, counter=counter.name, candidates=len(rows),
                             withheld=withheld)
-    if key is not None:
+    if cache is not None and key is not None:
         cache.put(key, result)
     return result
 
