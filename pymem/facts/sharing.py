@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import psycopg
 from psycopg import sql
@@ -77,6 +77,10 @@ class Fact:
         return out
 
 
+@overload
+def _name(value: Any, what: str, limit: int) -> str: ...
+@overload
+def _name(value: Any, what: str, limit: int, *, required: bool) -> str | None: ...
 def _name(value: Any, what: str, limit: int, *, required: bool = True) -> str | None:
     if value is None and not required:
         return None
@@ -186,13 +190,13 @@ class FactStream:
         self._conn = db.connect(dsn, autocommit=True)
         try:
             with db.transaction(self._conn, self.ctx) as c:
-                channel = c.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone()[0]
+                channel = db.one(c.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone())[0]
             with db.translate_errors():
                 self._conn.execute(queries.template("listen", channel=sql.Identifier(channel)))
             # after LISTEN: where the chain ends now (facts after it are announced), then what was
             # published up to here (a fact of both is read once)
             with db.transaction(self._conn, self.ctx) as c:
-                self._cursor = int(c.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone()[0])
+                self._cursor = int(db.one(c.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone())[0])
                 self._pending = _read(c, self.ctx.tenant, self.tag, self.scope, self.run_id, None) if existing else []
         except Exception:
             self._conn.close()
@@ -203,7 +207,7 @@ class FactStream:
         """The facts chained after the cursor, up to where the chain ends now (which becomes the
         cursor): every later commit is chained after that point, so none is missed or read twice."""
         with db.transaction(self._conn, self.ctx) as c, c.cursor(row_factory=dict_row) as cur:
-            head = int(cur.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone()["seq"])
+            head = int(db.one(cur.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone())["seq"])
             rows = cur.execute(queries.query("facts_between"),
                                (self.ctx.tenant, self._cursor, head, self.tag, self.scope, self.run_id)).fetchall()
         self._cursor = max(self._cursor, head)
