@@ -314,7 +314,7 @@ def check_conventions(memories: Memories, repo: Path | str, *,
         lock_for_filing(c, "conventions", memories.store.settings.filing_lock_timeout_ms)
         rules = [r for r in _rules_in_force(c, ctx.tenant) if r.subject_symbol is not None]
         for rule in rules:
-            if symbol_resolves(repo_path, head, rule.subject, rule.subject_symbol):
+            if rule.subject_symbol is not None and symbol_resolves(repo_path, head, rule.subject, rule.subject_symbol):
                 continue
             reason = f"symbol {rule.subject_symbol} no longer resolves in {rule.subject} at HEAD {head[:12]}"
             try:
