@@ -9,6 +9,7 @@ The memory service's names (SERVICE_NAMES: `serve`, `build_app`, `serve_mcp_stdi
 """
 
 import importlib
+from typing import Any
 
 from .admission.evaluation import AdmissionEvaluation, HeldOutSource, evaluate_admission
 from .admission.gate import admit
@@ -149,7 +150,7 @@ SERVICE_NAMES = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = SERVICE_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'pymem' has no attribute {name!r}")

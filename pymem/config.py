@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 from .errors import InvalidArguments
 from .vocabulary import MAX_CONTENT_BYTES
@@ -37,6 +38,10 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("pymem", appauthor=False))
 
 
+@overload
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int: ...
+@overload
+def _int(env: Mapping[str, str], name: str, default: None, lo: int, hi: int) -> int | None: ...
 def _int(env: Mapping[str, str], name: str, default: int | None, lo: int, hi: int) -> int | None:
     raw = env.get(name, "").strip()
     if not raw:

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -39,6 +40,18 @@ from .errors import (
     UnknownSession,
 )
 
+_Row = TypeVar("_Row")
+
+
+def one(row: _Row | None) -> _Row:
+    """The row of a statement that always returns one (an aggregate, a function's result, an
+    INSERT ... RETURNING): psycopg types `fetchone()` as optional, and a missing row here is the
+    server breaking its contract, not a case to handle."""
+    if row is None:
+        raise ServerError("the database returned no row from a statement that always returns one")
+    return row
+
+
 APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
 
@@ -50,7 +63,7 @@ _configured: weakref.WeakKeyDictionary[psycopg.Connection, str | None] = weakref
 
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
     # An administrative connection may reach a database pgvector is not installed in yet.
-    vector = conn.execute(queries.query("vector_type_exists")).fetchone()[0]
+    vector = one(conn.execute(queries.query("vector_type_exists")).fetchone())[0]
     if vector:
         register_vector(conn)
     switched = None
@@ -74,7 +87,7 @@ def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
 _pooled: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
 
-def connect_options(pooler: bool) -> dict:
+def connect_options(pooler: bool) -> dict[str, Any]:
     """psycopg's connection options: behind a transaction-mode pooler, no server-side prepared
     statement (the next transaction may run on another server connection, which never saw it)."""
     return {"prepare_threshold": None} if pooler else {}
@@ -83,7 +96,7 @@ def connect_options(pooler: bool) -> dict:
 def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False,
             pooler: bool = False, connect_timeout: float | None = None) -> psycopg.Connection:
     """One connection configured like the pool's (pgvector types, RLS-bound role)."""
-    extra = {} if connect_timeout is None else {"connect_timeout": max(1, round(connect_timeout))}
+    extra: dict[str, Any] = {} if connect_timeout is None else {"connect_timeout": max(1, round(connect_timeout))}
     try:
         conn = psycopg.connect(dsn, autocommit=autocommit, **connect_options(pooler), **extra)
     except psycopg.OperationalError as exc:

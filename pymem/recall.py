@@ -56,12 +56,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 
 from .admission.gate import admit
-from .admission.judge import rejudge
+from .admission.judge import Decision, rejudge
 from .admission.policy import AdmissionPolicy
 from .admission.provenance import Provenance
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
@@ -237,7 +237,7 @@ def clear_verdicts() -> None:
     _verdicts.clear()
 
 
-def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any):
+def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any) -> Decision:
     if guard is not None:
         return rejudge(record, provenance, policy, guard)
     key = _Verdicts.key(record, provenance, policy)
@@ -247,7 +247,8 @@ def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, g
     if decision is None:
         decision = rejudge(record, provenance, policy, guard)
         _verdicts.put(key, decision)
-    return decision
+    judged: Decision = decision
+    return judged
 
 
 def _query_vector(memories: Memories, query: Any, embedder: Embedder | None) -> list[float]:
@@ -309,12 +310,12 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
         if provenance.get("adapter") is not None and provenance.get("adapter") != adapter:
             return _withhold(row, "unproven: the provenance names another adapter than the row's writer")
     decision = _rejudge(_stored_record(row), provenance, policy, guard)
-    origin = decision.origin.value if decision.origin is not None else row.origin
+    origin = decision.origin.value if decision.origin is not None else (row.origin or "")
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin, decision.score)
     return RecalledMemory(
         id=row.id, content=row.content, score=float(row.score), origin=origin,
-        confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,
+        confidence=float(decision.confidence or 0.0), source_adapter=adapter, created_at=row.created_at,
         provenance=dict(provenance), kind=row.kind, tags=list(row.tags or []),
         reason=decision.reason, event_at=_event_time(row.record))
 
@@ -414,7 +415,10 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
             verdict = judged.get(row.id)
             if verdict is None:
                 verdict = judged[row.id] = judge_hit(row, policy, trust, guard)
-            (kept if isinstance(verdict, RecalledMemory) else withheld).append(verdict)
+            if isinstance(verdict, RecalledMemory):
+                kept.append(verdict)
+            else:
+                withheld.append(verdict)
             if len(kept) == top_k:
                 break
         exhausted = len(rows) < fetch or fetch >= _search.MAX_TOP_K
@@ -427,7 +431,7 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
 def _recorded_embedder(store: Any) -> Embedder | None:
     """The store's embedder for a vector query's floor: the recorded one, if it can be resolved."""
     try:
-        return store.text_embedder()
+        return cast("Embedder | None", store.text_embedder())
     except InvalidArguments:
         return None
 
@@ -448,7 +452,7 @@ class WriteGate:
               conn: psycopg.Connection | None = None) -> dict[str, Any]:
         return admit(self.memories, record, provenance, policy=self.policy, embedder=self.embedder, conn=conn)
 
-    def recall(self, query: Any, **kwargs: Any):
+    def recall(self, query: Any, **kwargs: Any) -> RecallResult:
         """recall() with this gate's policy and embedder (unless given)."""
         kwargs.setdefault("policy", self.policy)
         kwargs.setdefault("embedder", self.embedder)
