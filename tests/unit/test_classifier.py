@@ -301,7 +301,7 @@ def test_a_damaged_weight_file_is_a_clear_error(tmp_path):
 
 def test_the_classifier_needs_no_third_party_package_and_no_other_pymem_module():
     allowed_stdlib = {"__future__", "collections", "re", "json", "math", "sys", "zlib", "hashlib", "unicodedata", "array",
-                      "dataclasses", "functools", "importlib", "pathlib", "typing"}
+                      "dataclasses", "functools", "importlib", "itertools", "pathlib", "typing"}
     for name in CLASSIFIER_MODULES:
         path = PACKAGE / f"{name}.py"
         tree = ast.parse(path.read_text())
