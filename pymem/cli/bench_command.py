@@ -72,8 +72,8 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
     With --deliver, instead: one tenant with 300 memories and 12 sessions in a scratch database
     (pymem_bench_deliver), and --queries deliveries of one session's turns, as deliver and as
-    deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and statements per call (read off
-    the wire by a counting proxy) and latency p50/p95.
+    deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and
+    statements per call (read off the wire by a counting proxy) and latency p50/p95.
 
     With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
     configured store and loaded from other processes (pymem.tools.load_bench); the quiet tenant's

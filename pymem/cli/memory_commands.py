@@ -216,8 +216,8 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         raise click.UsageError("give TEXT to remember (or --file NOTES.jsonl)")
     if origin is None:
         raise click.UsageError("--origin is required: " + ", ".join(o.value for o in Origin))
-    provenance = Provenance(origin=Origin(origin), source=source, citation=citation, session_id=session_id, run_id=run_id,
-                            turn=turn, injection_source=injection_source)
+    provenance = Provenance(origin=Origin(origin), source=source, citation=citation, session_id=session_id,
+                            run_id=run_id, turn=turn, injection_source=injection_source)
     record: dict[str, Any] = {"content": text}
     tags = tuple(dict.fromkeys(tags + (("hot",) if hot else ())))
     if tags:
