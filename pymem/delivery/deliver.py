@@ -161,7 +161,8 @@ def _received(memories: Memories, session_id: str, lessons: list[DeliveredLesson
     if not lessons:
         return lessons
     with memories.store.transaction(memories.ctx, conn) as c:
-        kept = set(c.execute(queries.query("session_receives"), (session_id, [lesson.id for lesson in lessons])).fetchone()[0])
+        kept = set(c.execute(queries.query("session_receives"),
+                             (session_id, [lesson.id for lesson in lessons])).fetchone()[0])
     return [lesson for lesson in lessons if lesson.id in kept]
 
 
@@ -281,7 +282,8 @@ def deliver(memories: Memories, session_id: str, query: str | None, *, turn: int
             except ContextError:
                 # A memory of the block was deleted or erased after it was ranked (a concurrent call):
                 # deliver without it rather than fail the turn. Anything else is raised as it was.
-                named = [i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons] + [i.id for i in fitted.recalled]
+                named = ([i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
+                         + [i.id for i in fitted.recalled])
                 gone = set(named) - _live(memories, named, c)
                 if not gone or attempt == _RECORD_ATTEMPTS - 1:
                     raise

@@ -1,12 +1,12 @@
 """Injection records: what each delivered turn contained, and which turns a memory entered.
 
-Every delivery for a session's turn appends one `delivery.injected` event to the tenant's hash
-chain (pymem.record_injection, sql/schema.sql): the session, the turn, the ids of every memory in
-the block (the hot ones named again), the other sessions its digest listed, the sha256 of the
-delivered text, its token count, budget and truncation, the counter's name, the admission
-policy's and trust tiers' fingerprints, and which of the memories were lessons of earlier tasks. Never the text: the ids lead to the rows and the digest
-proves which text it was. The views pymem.audit_injections and pymem.memory_injections read the
-records back; an auditor login reads every tenant's.
+Every delivery for a session's turn appends one `delivery.injected` event to the tenant's hash chain
+(pymem.record_injection, sql/schema.sql): the session, the turn, the ids of every memory in the block (the hot
+ones named again), the other sessions its digest listed, the sha256 of the delivered text, its token count,
+budget and truncation, the counter's name, the admission policy's and trust tiers' fingerprints, and which of
+the memories were lessons of earlier tasks. Never the text: the ids lead to the rows and the digest proves
+which text it was. The views pymem.audit_injections and pymem.memory_injections read the records back; an
+auditor login reads every tenant's.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def record_injection(conn: psycopg.Connection, *, session_id: str, turn: int, me
 
 def last_turn(conn: psycopg.Connection, tenant: str, session_id: str) -> int | None:
     """The highest turn recorded for the session in this context, None when none."""
-    return cast("int | None", db.one(conn.execute(queries.query("last_injected_turn"), (tenant, session_id)).fetchone())[0])
+    return cast("int | None",
+                db.one(conn.execute(queries.query("last_injected_turn"), (tenant, session_id)).fetchone())[0])
 
 
 def _check_turn(turn: Any) -> int | None:

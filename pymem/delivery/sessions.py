@@ -121,7 +121,8 @@ def _summary_provenance(session_id: str) -> Provenance:
     return Provenance(Origin.MODEL_INFERRED, session_id=session_id, source=SUMMARY_SOURCE)
 
 
-def _changed(memories: Memories, statement: str, params: tuple[Any, ...], conn: psycopg.Connection | None) -> SessionRow | None:
+def _changed(memories: Memories, statement: str, params: tuple[Any, ...],
+             conn: psycopg.Connection | None) -> SessionRow | None:
     """Run a named statement that writes one session and returns it (None: no row it may change)."""
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(statement, params)
@@ -237,7 +238,8 @@ def digest_sessions(memories: Memories, session: SessionRow, *, limit: int,
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
         raise InvalidArguments("limit must be an integer between 1 and 10000")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
-        cur.execute(queries.query("digest_sessions"), (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
+        cur.execute(queries.query("digest_sessions"),
+                    (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
         return cast("list[SessionRow]", cur.fetchall())
 
 

@@ -153,7 +153,8 @@ class TrustTiers:
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
                 table[tier] = replace(table[tier], weight=value)
             else:
-                raise InvalidArguments(f"the rule for tier {tier.value} must be a TierRule, a mapping, a weight or False")
+                raise InvalidArguments(f"the rule for tier {tier.value} must be a TierRule, a mapping, a weight or "
+                                       "False")
         return TrustTiers(table)
 
     def exclude(self, *tiers: Tier | str) -> TrustTiers:
@@ -185,10 +186,12 @@ class TrustTiers:
             raise InvalidArguments(f"trust tiers must be a JSON object, not {type(data).__name__}")
         unknown = sorted(str(k)[:40] for k in data if k not in ("version", "tiers", "exclude"))
         if unknown:
-            raise InvalidArguments(f"unknown trust tier key(s): {', '.join(unknown)}; expected: exclude, tiers, version")
+            raise InvalidArguments(f"unknown trust tier key(s): {', '.join(unknown)}; "
+                                   "expected: exclude, tiers, version")
         version = data.get("version", TIERS_FORMAT_VERSION)
         if version != TIERS_FORMAT_VERSION or isinstance(version, bool):
-            raise InvalidArguments(f"unsupported trust tiers version {version!r}; this pymem reads {TIERS_FORMAT_VERSION}")
+            raise InvalidArguments(f"unsupported trust tiers version {version!r}; this pymem reads "
+                                   f"{TIERS_FORMAT_VERSION}")
         tiers = base if base is not None else cls()
         rules = data.get("tiers", {})
         if not isinstance(rules, Mapping) or not all(isinstance(v, Mapping) for v in rules.values()):
