@@ -327,7 +327,8 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                     # a range after the first reads from the entry before it (see _check_entries)
                     def ledger(c: psycopg.Connection, t: _Tenant = t, low: int | None = low,
                                high: int | None = high) -> _Part:
-                        return _check_entries(t.name, encoder.entries(c, t.name, None if low is None else low - 1, high),
+                        return _check_entries(t.name,
+                                              encoder.entries(c, t.name, None if low is None else low - 1, high),
                                               low)
                     submit("ledger", t, low, ledger)
 
