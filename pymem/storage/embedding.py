@@ -55,7 +55,8 @@ class StoreEmbedder:
         """Record `embedder` as the store's if none is recorded; refuse it if another one is."""
         if self.recorded is None:
             with db.translate_errors():
-                recorded = db.one(conn.execute(queries.query("claim_embedder"), (embedder.name, embedder.dim)).fetchone())[0]
+                recorded = db.one(conn.execute(queries.query("claim_embedder"),
+                                               (embedder.name, embedder.dim)).fetchone())[0]
             self.recorded = recorded
         if self.recorded != embedder.name:
             raise mismatch(self.recorded, embedder)

@@ -67,7 +67,8 @@ def claim(conn: psycopg.Connection, ctx: Context, verb: str, key: str, call_dige
     """
     actor = ctx.actor or ""
     with conn.cursor() as cur:
-        cur.execute(queries.query("claim_idempotency_key"), (ctx.tenant, verb, actor, key, call_digest, Jsonb(result), lifetime), prepare=False)
+        cur.execute(queries.query("claim_idempotency_key"),
+                    (ctx.tenant, verb, actor, key, call_digest, Jsonb(result), lifetime), prepare=False)
         if cur.fetchone() is not None:
             return None
         # The row exists, is live, and ON CONFLICT locked it: nobody can change it under us.

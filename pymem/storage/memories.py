@@ -229,7 +229,8 @@ def check_records(records: Any, *, dim: int, ctx: Context, max_content_bytes: in
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
         if row.id in seen:
-            raise InvalidArguments(f"records[{i}] repeats the id of records[{seen[row.id]}]; one record per id per call")
+            raise InvalidArguments(f"records[{i}] repeats the id of records[{seen[row.id]}]; "
+                                   "one record per id per call")
         seen[row.id] = i
     return rows
 

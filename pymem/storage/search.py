@@ -190,14 +190,16 @@ def search_chunks_as(conn: psycopg.Connection, ctx: Context, query: list[float],
         try:
             with conn.cursor() as cur:
                 cur.execute(queries.query("search_as_chunks"),
-                            (*ctx.params(), Vector(query), top_k, Jsonb(scope_filter), include_superseded, with_vectors), prepare=conn.prepare_threshold is not None)
+                            (*ctx.params(), Vector(query), top_k, Jsonb(scope_filter), include_superseded,
+                             with_vectors), prepare=conn.prepare_threshold is not None)
                 rows = cur.fetchall()
         finally:
             if not conn.closed:
                 conn.autocommit = autocommit
     hits = []
     for chunk_id, record, score, revision, *fallback in rows:
-        chunk = record if record is not None else chunk_from_row(dict(zip(_FALLBACK, fallback, strict=False), id=chunk_id))
+        chunk = record if record is not None else chunk_from_row(dict(zip(_FALLBACK, fallback, strict=False),
+                                                                      id=chunk_id))
         distillate = chunk.get("distillate")
         hits.append({"chunk": chunk, "chunk_id": chunk_id, "score": score,
                      "recalled_view": distillate if distillate is not None else chunk, "revision": revision})
@@ -236,5 +238,7 @@ def contract_hits(rows: list[SearchHit]) -> list[dict[str, Any]]:
     return hits
 
 
-__all__ = ["MAX_TOP_K", "MAX_TEXT_CHARS", "check_text_query", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k", "check_scope_filter", "check_include",
-           "check_metadata_filter", "search_rows", "run_search", "session_search_rows", "search_chunks_as", "search_hits_as", "contract_hits"]
+__all__ = ["MAX_TOP_K", "MAX_TEXT_CHARS", "check_text_query", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k",
+           "check_scope_filter", "check_include",
+           "check_metadata_filter", "search_rows", "run_search", "session_search_rows", "search_chunks_as",
+           "search_hits_as", "contract_hits"]

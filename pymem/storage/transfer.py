@@ -56,11 +56,13 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InvalidArguments(f"{path.name}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                raise InvalidArguments(f"{path.name}, line {number}: not valid JSON "
+                                       f"({exc.msg} at column {exc.colno})") from None
             except UnicodeDecodeError:  # pragma: no cover - open() decodes before json does
                 raise InvalidArguments(f"{path.name}, line {number}: not valid UTF-8") from None
             if not isinstance(value, dict):
-                raise InvalidArguments(f"{path.name}, line {number}: expected a JSON object, got {type(value).__name__}")
+                raise InvalidArguments(f"{path.name}, line {number}: expected a JSON object, "
+                                       f"got {type(value).__name__}")
             yield number, value
 
 
