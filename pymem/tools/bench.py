@@ -331,7 +331,8 @@ def _search(store, admin_dsn: str, data: _Data, queried, config: BenchConfig, ef
 
             def raw_ids(name):
                 def call(q):
-                    rows = conns[name].execute(_RAW[name], {"q": Vector(q), "t": tenant, "k": k}, prepare=False).fetchall()  # noqa: B023 - called within this iteration
+                    params = {"q": Vector(q), "t": tenant, "k": k}  # noqa: B023 - called within this iteration
+                    rows = conns[name].execute(_RAW[name], params, prepare=False).fetchall()
                     return [r[0] for r in rows]
                 return call
 

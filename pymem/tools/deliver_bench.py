@@ -146,7 +146,10 @@ def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lam
                 for q in queries[:5]:
                     fn(q)
             meter = _Meter(measured, wire)
-            results: dict[str, dict[str, list[float]]] = {name: {k: [] for k in ("ms", "round_trips", "statements", "checkouts", "connections_opened")}
+            results: dict[str,
+                          dict[str,
+                               list[float]]] = {name: {k: [] for k in ("ms", "round_trips", "statements", "checkouts",
+                                                                       "connections_opened")}
                        for name in VARIANTS}
             progress(f"{config.calls} deliveries per variant")
             for i in range(config.calls):

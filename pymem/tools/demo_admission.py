@@ -59,8 +59,8 @@ def admission_demo(demo) -> None:
             f"digest {(event.args_digest or '')[:23]}... (the note itself is stored nowhere)")
 
     demo.step("Recall re-judges every hit under the policy in force now")
-    legacy = operator.add([{"content": "Initech's finance team closes the books early in December.",
-                            "embedding": embedder.embed(["Initech's finance team closes the books early in December."])[0]}])[0]
+    legacy_note = "Initech's finance team closes the books early in December."
+    legacy = operator.add([{"content": legacy_note, "embedding": embedder.embed([legacy_note])[0]}])[0]
     query = "when does Initech's finance team close the books"
     trust = AdapterTrustPolicy()
     before = recall(operator, query, top_k=5, policy=policy, trust=trust, embedder=embedder)
@@ -91,7 +91,8 @@ def admission_demo(demo) -> None:
     refund_query = "does Initech's finance team approve refunds"
     default = recall(operator, refund_query, top_k=5, policy=policy, trust=trust, embedder=embedder)
     reasons = {w.id: w.reason for w in default.withheld}
-    demo.check(reasons.get(tagged["id"]) == "untrusted adapter codex", "a row tagged by an unlisted adapter is withheld")
+    demo.check(reasons.get(tagged["id"]) == "untrusted adapter codex",
+               "a row tagged by an unlisted adapter is withheld")
     demo.ok("a row written through the codex adapter is withheld on recall: untrusted adapter codex")
     listed = recall(operator, refund_query, top_k=5, policy=policy, embedder=embedder,
                     trust=AdapterTrustPolicy(trusted_adapters=frozenset({"codex"})))

@@ -60,7 +60,8 @@ def delivery_demo(demo) -> None:
     with demo.store.pool.connection() as conn, db.transaction(conn, mem.ctx):
         before = conn.execute("select clock_timestamp()").fetchone()[0]
     start_session(mem, "chat-2", "chat", first_message="Northwind switched currency")
-    usd = supersede(mem, currency, "Northwind now wants invoices in USD.", Provenance(Origin.USER_ASSERTED, session_id="chat-2"),
+    usd = supersede(mem, currency, "Northwind now wants invoices in USD.",
+                    Provenance(Origin.USER_ASSERTED, session_id="chat-2"),
                     **{k: options[k] for k in ("policy", "embedder")})["id"]
     query = "Which currency does Northwind want its invoices in?"
     now = [k.id for k in recall(mem, query, top_k=3, **options).kept]

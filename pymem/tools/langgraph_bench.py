@@ -212,7 +212,8 @@ def _search(admin, stores: dict[str, Any], vectors: _Vectors, data: _Data, layou
 
 def format_report(report: dict[str, Any]) -> str:
     c, srv, load = report["config"], report["server"], report["load"]
-    lines = [f"pymem bench --langgraph: {load['items']:,} items x {c['dims']} dims in one tenant, {c['clusters']} clusters,"
+    lines = [f"pymem bench --langgraph: {load['items']:,} items x {c['dims']} dims in one tenant, {c['clusters']} "
+             f"clusters,"
              f" top {c['top_k']}, {c['queries']} searches per namespace size",
              f"PostgreSQL {srv['postgres']}, pgvector {srv['pgvector']}, shared_buffers {srv['shared_buffers']};"
              " HNSW m=16 ef_construction=64 (cosine) for both",
