@@ -117,7 +117,8 @@ KEPT: Schema = {"type": "object", "required": ["id", "content", "score", "origin
 WITHHELD: Schema = {"type": "object", "required": ["id", "reason"], "properties": {
     "id": {"type": "string"}, "reason": {"type": "string"}, "signature": nullable({"type": "string"})},
     "description": "a hit that was not returned, and why; never its content"}
-RECALLED: Schema = {"type": "object", "required": ["kept", "withheld", "policy_fingerprint", "candidates"], "properties": {
+RECALLED: Schema = {"type": "object", "required": ["kept", "withheld", "policy_fingerprint", "candidates"],
+                    "properties": {
     "kept": {"type": "array", "items": KEPT}, "withheld": {"type": "array", "items": WITHHELD},
     "policy_fingerprint": {"type": "string"}, "candidates": {"type": "integer"}}}
 
