@@ -42,7 +42,8 @@ def register_lesson_tools(server: MCPServer, run: Run, reads: ToolAnnotations, w
         fades: user (365 days), feedback (180), reference (90), project (30), episode (7). Filing a
         near-duplicate confirms the lesson on file instead (its version goes up). Instruction-shaped
         text is refused; state what holds ("X is used for Y"), not an order."""
-        return cast("dict[str, Any]", run(ctx, "file_lesson", {"content": content, "tags": tags, "memory_type": memory_type,
+        return cast("dict[str, Any]",
+                    run(ctx, "file_lesson", {"content": content, "tags": tags, "memory_type": memory_type,
                                         "confidence": confidence, "source_task": source_task, "origin": origin}))
 
     @server.tool(name="list_lessons", annotations=reads)
@@ -85,7 +86,8 @@ def register_lesson_tools(server: MCPServer, run: Run, reads: ToolAnnotations, w
     def publish_fact(tag: str, key: str, value: str, ctx: ToolContext, run_id: str | None = None,
                      reach: Reach = "run", producer_task: str | None = None) -> dict[str, Any]:
         """Share a fact with the other tasks of run run_id (reach run), or of every run (reach tenant)."""
-        return cast("dict[str, Any]", run(ctx, "publish_fact", {"tag": tag, "key": key, "value": value, "reach": reach, "run_id": run_id,
+        return cast("dict[str, Any]",
+                    run(ctx, "publish_fact", {"tag": tag, "key": key, "value": value, "reach": reach, "run_id": run_id,
                                          "producer_task": producer_task}))
 
     @server.tool(name="subscribe_facts", annotations=reads)

@@ -185,7 +185,8 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
                scope_filter: dict[str, str] | None = None) -> dict[str, Any]:
         """The memories closest to the query that are still believed now (kept, with origin and
         confidence), and the ones withheld, with the reason (never their content)."""
-        return cast("dict[str, Any]", run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter}))
+        return cast("dict[str, Any]",
+                    run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter}))
 
     @server.tool(name="get", annotations=reads)
     def get(id: str, ctx: ToolContext) -> dict[str, Any]:
