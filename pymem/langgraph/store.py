@@ -18,11 +18,11 @@ Reads return only the store's own items (kind `langgraph`, written by the contex
 as the store wrote them), each re-judged like `recall` under the admission policy and the adapter
 trust policy in force now: a row the policy now withholds is not returned (pymem.langgraph.reading).
 
-Batches behave like LangGraph's in-memory store: the reads of a batch see the store as it was
-before the batch; its writes are applied together (the last write to an item wins). A batch, its
-reads and its writes, is one transaction on one connection. Without a query, a search returns items namespace by namespace, in the order each
-namespace and each item were first put (an update keeps an item's place; a namespace that has
-lost every item starts afresh).
+Batches behave like LangGraph's in-memory store: the reads of a batch see the store as it was before the
+batch; its writes are applied together (the last write to an item wins). A batch, its reads and its writes, is
+one transaction on one connection. Without a query, a search returns items namespace by namespace, in the
+order each namespace and each item were first put (an update keeps an item's place; a namespace that has lost
+every item starts afresh).
 """
 
 from __future__ import annotations
@@ -321,7 +321,8 @@ class PymemStore(BaseStore):
         return out
 
     def _ranked(self, reader: _Reader, vector: list[float], scope: dict[str, str],
-                want: int, c: psycopg.Connection, *, text: str | None = None) -> list[tuple[dict[str, Any], float]] | None:
+                want: int, c: psycopg.Connection, *,
+                text: str | None = None) -> list[tuple[dict[str, Any], float]] | None:
         """The `want` best own, believed items by pymem.search (which counts every row in the scope,
         the store's or not): asks for more while rows that are not believed items crowd them out;
         None when even MAX_TOP_K rows do not hold enough (then the store's query ranks them)."""
