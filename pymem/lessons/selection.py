@@ -204,7 +204,8 @@ def lessons_for_task(memories: Memories, tags: Iterable[str], *, role: str | Non
     key = None
     if cache is not None and guard is None:
         key = (memories.store.endpoints.app, ctx.tenant, ctx.adapter, tuple(sorted(ctx.scope.items())),
-               ctx.read_adapters, role, task_tags, limit, budget, counter.name, policy.fingerprint, trust, now, session_id)
+               ctx.read_adapters, role, task_tags, limit, budget, counter.name, policy.fingerprint, trust, now,
+               session_id)
         found = cache.get(key)
         if found is not None:
             return found
@@ -215,7 +216,8 @@ def lessons_for_task(memories: Memories, tags: Iterable[str], *, role: str | Non
             if session_row(c, ctx.tenant, session_id) is None:
                 raise UnknownSession(f"unknown session {session_id[:100]!r}: never started in this tenant "
                                      "(or not visible here)")
-            cur.execute(queries.query("session_lessons"), (session_id, list(task_tags), min(1000, 10 * limit + 20), now))
+            cur.execute(queries.query("session_lessons"),
+                        (session_id, list(task_tags), min(1000, 10 * limit + 20), now))
         else:
             cur.execute(queries.query("lessons_for_task"),
                         (now, ctx.tenant, list(task_tags), list(task_tags), min(1000, 10 * limit + 20)))
