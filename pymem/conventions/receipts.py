@@ -21,12 +21,12 @@ the tenant's conventions filing row (pymem.lock_for_filing: a row only the tenan
 can lock, with a timeout that ends in LockTimeout), so two contradicting corrections cannot both
 get in.
 
-A rule is in force only while its latest receipt version's signature verifies against the key
-registered in the database (checked here, on every read: Postgres has no Ed25519). A receipt a
-login inserted around this module, unsigned or signed with a key of its own, is never listed as
-active and never blocks a genuine correction; `pymem verify` names it. Rules end by appended rows and events, never by deletes: `retire_convention` by hand
-(convention.retired), `check_conventions` when a rule's symbol no longer resolves at HEAD of a
-git repository (convention.expired). `active_conventions` returns the rules in force and their
+A rule is in force only while its latest receipt version's signature verifies against the key registered in
+the database (checked here, on every read: Postgres has no Ed25519). A receipt a login inserted around this
+module, unsigned or signed with a key of its own, is never listed as active and never blocks a genuine
+correction; `pymem verify` names it. Rules end by appended rows and events, never by deletes:
+`retire_convention` by hand (convention.retired), `check_conventions` when a rule's symbol no longer resolves
+at HEAD of a git repository (convention.expired). `active_conventions` returns the rules in force and their
 ruleset hash.
 """
 
