@@ -106,7 +106,8 @@ __all__ = [
     # errors
     "PymemError", "InvalidArguments", "ContextError", "AccessDenied", "IdempotencyConflict",
     "RevisionMismatch", "NotFound", "SchemaError", "ServerError", "MemoryAdmissionError", "UnknownSession",
-    "IncognitoSession", "EmbedderMismatch", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout", "TransactionConflict",
+    "IncognitoSession", "EmbedderMismatch", "ConventionConflict", "Busy", "LockTimeout", "StatementTimeout",
+    "TransactionConflict",
     "PoolExhausted", "TenantBusy",
     # admission and recall
     "Origin", "ORIGINS", "Provenance", "AdmissionPolicy", "OriginRule", "AdapterTrustPolicy", "admit", "WriteGate",

@@ -19,7 +19,7 @@ import http.client
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import (
@@ -106,7 +106,7 @@ class Client:
         return self.post("/v1/call", body)
 
     def handshake(self) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.post("/v1/handshake", {"protocols": [PROTOCOL]}))
+        return self.post("/v1/handshake", {"protocols": [PROTOCOL]})
 
     # -- the verbs -----------------------------------------------------------------------------
 
@@ -118,37 +118,37 @@ class Client:
             args["expected_revisions"] = dict(expected_revisions)
         if idempotency_class is not None:
             args["idempotency_class"] = idempotency_class
-        return cast("dict[str, Any]", self.call("upsert_many", args, idempotency_key=idempotency_key))
+        return self.call("upsert_many", args, idempotency_key=idempotency_key)
 
     def search(self, vector: Sequence[float], *, top_k: int, scope_filter: Mapping[str, str] | None = None,
                metadata_filter: Mapping[str, Any] | None = None,
                include: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
         args = {"vector": list(vector), "top_k": top_k, "scope_filter": scope_filter,
                 "metadata_filter": metadata_filter, "include": include}
-        return cast("list[dict[str, Any]]", self.call("search", {k: v for k, v in args.items() if v is not None}))
+        return self.call("search", {k: v for k, v in args.items() if v is not None})
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
-        return cast("dict[str, Any] | None", self.call("get", {"id": memory_id}))
+        return self.call("get", {"id": memory_id})
 
     def get_many(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        return cast("list[dict[str, Any]]", self.call("get_many", {"ids": list(ids)}))
+        return self.call("get_many", {"ids": list(ids)})
 
     def delete_many(self, ids: Sequence[str]) -> dict[str, int]:
-        return cast("dict[str, int]", self.call("delete_many", {"ids": list(ids)}))
+        return self.call("delete_many", {"ids": list(ids)})
 
     def list_chunks(self, *, limit: int = 50, after: str | None = None) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.call("list", {"limit": limit, "after": after}))
+        return self.call("list", {"limit": limit, "after": after})
 
     def describe_store(self) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.call("describe_store"))
+        return self.call("describe_store")
 
     def health(self) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.call("health"))
+        return self.call("health")
 
     def remember(self, record: Mapping[str, Any] | str, provenance: Mapping[str, Any]) -> dict[str, Any]:
         """The write gate; a refusal raises MemoryAdmissionError, as admit() does."""
-        return cast("dict[str, Any]", self.call("remember", {"record": record if isinstance(record, str) else dict(record),
-                                      "provenance": dict(provenance)}))
+        return self.call("remember", {"record": record if isinstance(record, str) else dict(record),
+                                      "provenance": dict(provenance)})
 
     def recall(self, query: str | Sequence[float], *, top_k: int = 5,
                scope_filter: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -156,80 +156,80 @@ class Client:
         args: dict[str, Any] = {"query": query if isinstance(query, str) else list(query), "top_k": top_k}
         if scope_filter is not None:
             args["scope_filter"] = dict(scope_filter)
-        return cast("dict[str, Any]", self.call("recall", args))
+        return self.call("recall", args)
 
     # -- delivery ------------------------------------------------------------------------------
 
     def start_session(self, session_id: str, surface: str, *, incognito: bool = False,
                       first_message: str | None = None) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.call("start_session", {"session_id": session_id, "surface": surface, "incognito": incognito,
-                                           "first_message": first_message}))
+        return self.call("start_session", {"session_id": session_id, "surface": surface, "incognito": incognito,
+                                           "first_message": first_message})
 
     def end_session(self, session_id: str, *, summary: str | None = None) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.call("end_session", {"session_id": session_id, "summary": summary}))
+        return self.call("end_session", {"session_id": session_id, "summary": summary})
 
     def deliver(self, session_id: str, query: str | None, *, turn: int | None = None, budget: int | None = None,
                 top_k: int | None = None, lesson_tags: Sequence[str] | None = None,
                 role: str | None = None) -> dict[str, Any]:
         """Delivery.to_json(): the block (exactly what the agent receives), its items, its injection seq;
         with `lesson_tags` (and `role`), the lessons for the task too (deliver_with_lessons)."""
-        return cast("dict[str, Any]", self.call("deliver", {"query": query, **_given(session_id=session_id, turn=turn, budget=budget,
+        return self.call("deliver", {"query": query, **_given(session_id=session_id, turn=turn, budget=budget,
                                                               top_k=top_k, lesson_tags=_listed(lesson_tags),
-                                                              role=role)}))
+                                                              role=role)})
 
     def supersede(self, old_id: str, record: Mapping[str, Any] | str, provenance: Mapping[str, Any]) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.call("supersede", {"old_id": old_id, "record": record if isinstance(record, str) else dict(record),
-                                       "provenance": dict(provenance)}))
+        return self.call("supersede", {"old_id": old_id, "record": record if isinstance(record, str) else dict(record),
+                                       "provenance": dict(provenance)})
 
     def erase(self, memory_id: str, reason: str) -> int:
         """The ledger seq of the erasure's event, as erase() returns it."""
-        return cast("int", self.call("erase", {"id": memory_id, "reason": reason})["seq"])
+        return self.call("erase", {"id": memory_id, "reason": reason})["seq"]
 
     # -- lessons, convention receipts, shared facts (results as the library's to_json()) ----------
 
     def file_lesson(self, content: str, tags: Sequence[str], memory_type: str, confidence: float | None = None,
                     source_task: str | None = None, *, origin: str | None = None) -> dict[str, Any]:
         """FiledLesson.to_json(); a refusal raises MemoryAdmissionError, as file_lesson() does."""
-        return cast("dict[str, Any]", self.call("file_lesson", _given(content=content, tags=_listed(tags), memory_type=memory_type,
-                                               confidence=confidence, source_task=source_task, origin=origin)))
+        return self.call("file_lesson", _given(content=content, tags=_listed(tags), memory_type=memory_type,
+                                               confidence=confidence, source_task=source_task, origin=origin))
 
     def list_lessons(self, *, memory_type: str | None = None, tag: str | None = None,
                      limit: int | None = None) -> list[dict[str, Any]]:
-        return cast("list[dict[str, Any]]", self.call("list_lessons", _given(memory_type=memory_type, tag=tag, limit=limit)))
+        return self.call("list_lessons", _given(memory_type=memory_type, tag=tag, limit=limit))
 
     def lessons_for_task(self, tags: Sequence[str], *, role: str | None = None, limit: int | None = None,
                          budget: int | None = None) -> dict[str, Any]:
         """LessonsForTask.to_json(): the rendered `block` and its `lessons`."""
-        return cast("dict[str, Any]", self.call("lessons_for_task", _given(tags=_listed(tags), role=role, limit=limit, budget=budget)))
+        return self.call("lessons_for_task", _given(tags=_listed(tags), role=role, limit=limit, budget=budget))
 
     def file_review_correction(self, rule_text: str, subject: str, base_commit: str, assertion: str,
                                subject_symbol: str | None = None, *, tags: Sequence[str] | None = None,
                                confidence: float | None = None, source_task: str | None = None,
                                origin: str | None = None) -> dict[str, Any]:
         """FiledCorrection.to_json(); a contradiction raises ConventionConflict naming both receipts."""
-        return cast("dict[str, Any]", self.call("file_review_correction", _given(
+        return self.call("file_review_correction", _given(
             rule_text=rule_text, subject=subject, base_commit=base_commit, assertion=assertion,
             subject_symbol=subject_symbol, tags=_listed(tags), confidence=confidence, source_task=source_task,
-            origin=origin)))
+            origin=origin))
 
     def active_conventions(self) -> dict[str, Any]:
         """{"ruleset_hash", "rules"}: the rules in force."""
-        return cast("dict[str, Any]", self.call("active_conventions"))
+        return self.call("active_conventions")
 
     def retire_convention(self, receipt_id: str, reason: str | None = None) -> dict[str, Any]:
-        return cast("dict[str, Any]", self.call("retire_convention", _given(receipt_id=receipt_id, reason=reason)))
+        return self.call("retire_convention", _given(receipt_id=receipt_id, reason=reason))
 
     def publish_fact(self, tag: str, key: str, value: str, reach: str = "run", *, run_id: str | None = None,
                      producer_task: str | None = None) -> dict[str, Any]:
         """publish(): `reach` is the library's `scope` ("run" or "tenant")."""
-        return cast("dict[str, Any]", self.call("publish_fact", _given(tag=tag, key=key, value=value, reach=reach, run_id=run_id,
-                                                producer_task=producer_task)))
+        return self.call("publish_fact", _given(tag=tag, key=key, value=value, reach=reach, run_id=run_id,
+                                                producer_task=producer_task))
 
     def subscribe_facts(self, tag: str, reach: str = "run", *, run_id: str | None = None,
                         read_only_from_adapters: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """subscribe(): the facts so far, oldest first (the live follow mode is not a call)."""
-        return cast("list[dict[str, Any]]", self.call("subscribe_facts", _given(tag=tag, reach=reach, run_id=run_id,
-                                                   read_only_from_adapters=_listed(read_only_from_adapters))))
+        return self.call("subscribe_facts", _given(tag=tag, reach=reach, run_id=run_id,
+                                                   read_only_from_adapters=_listed(read_only_from_adapters)))
 
 
 def _given(**args: Any) -> dict[str, Any]:

@@ -132,7 +132,8 @@ class LexicalEmbedder:
 
     @staticmethod
     def _hash(feature: str) -> int:
-        digest = hashlib.blake2b(feature.encode("utf-8", errors="surrogatepass"), digest_size=8, person=b"pymem-lex-v1").digest()
+        digest = hashlib.blake2b(feature.encode("utf-8", errors="surrogatepass"), digest_size=8,
+                                 person=b"pymem-lex-v1").digest()
         return int.from_bytes(digest, "big")
 
     def _features(self, text: str) -> dict[str, float]:
@@ -242,7 +243,7 @@ class MiniLMEmbedder:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         try:
-            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found, unused-ignore]  # the minilm extra: absent or installed
         except ImportError:
             raise InvalidArguments(
                 f"the MiniLM embedder needs sentence-transformers; install it with: {_MINILM_HINT}"
@@ -256,7 +257,8 @@ class MiniLMEmbedder:
         dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         got = dimension()
         if got != self.dim:
-            raise InvalidArguments(f"the model in {str(model_dir)!r} produces {got}-dimensional vectors, expected {self.dim}")
+            raise InvalidArguments(f"the model in {str(model_dir)!r} produces {got}-dimensional vectors, expected "
+                                   f"{self.dim}")
         self._model = model
 
     def embed(self, texts: list[str]) -> list[list[float]]:

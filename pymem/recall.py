@@ -76,8 +76,10 @@ from .vocabulary import MAX_QUERY_BYTES, canonical_json
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
-__all__ = ["recall", "recall_session", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
-           "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
+__all__ = ["recall", "recall_session", "WriteGate", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit",
+           "candidate_count",
+           "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts",
+           "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
 #: The floor when neither the caller, the environment nor the embedder names one.
