@@ -143,7 +143,7 @@ def test_the_store_refuses_a_second_embedder_and_writes_nothing(database):
         class Other(LexicalEmbedder):
             name = "some-other-model"
 
-        with pytest.raises(EmbedderMismatch, match="lexical-hash-v1.*some-other-model.*pymem reembed"):
+        with pytest.raises(EmbedderMismatch, match=r"lexical-hash-v1.*some-other-model.*pymem reembed"):
             admit(acme, "Bob likes coffee", prov, embedder=Other(DIM))
         from pymem import recall
         with pytest.raises(EmbedderMismatch):

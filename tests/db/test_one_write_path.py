@@ -85,7 +85,7 @@ def test_every_path_refuses_the_same_rows_the_same_way(mem, snapshot, tmp_path, 
 
 def test_and_every_path_takes_a_good_row(mem, snapshot, tmp_path):
     before = snapshot()
-    for name, write in PATHS.items():
+    for _name, write in PATHS.items():
         write(mem, {"embedding": GOOD}, tmp_path)
     rows, ledger, keys = snapshot()
     assert rows > before[0] and ledger > before[1] and keys > before[2]

@@ -192,7 +192,7 @@ def test_concurrent_calls_with_one_key_write_once(database):
                 barrier.wait()
                 results.append(s.bind(Context(tenant="acme", actor="u")).upsert_many(
                     [chunk(f"c{i}", vec(1, i)) for i in range(50)], idempotency_key="same"))
-            except Exception as exc:  # pragma: no cover - reported below
+            except Exception as exc:  # noqa: BLE001  # pragma: no cover - reported below
                 errors.append(exc)
 
         threads = [threading.Thread(target=call, args=(s,)) for s in stores]
