@@ -91,7 +91,7 @@ def host_documents() -> list[dict]:
     hidden_goals = goals(3, rng, 45 * len(hosts.KINDS))
     n = 0
     for kind in sorted(hosts.KINDS):
-        for k in range(45):
+        for _k in range(45):
             seed = SEED + 1000 * n
             out.append(_ex("host-documents", 0, hosts.document(kind, seed), kind, n))
             payload = rng.choice(hosts.HIDDEN).format(goal=hidden_goals[n][1])
