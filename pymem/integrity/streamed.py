@@ -357,6 +357,7 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                     t.merge_rows()
                     if t.deferred:
                         deferred, t.deferred = t.deferred, []
+
                         def v1(c: psycopg.Connection, t: _Tenant = t,
                                deferred: list[tuple[Row, tuple[Any, ...]]] = deferred) -> _Part:
                             return _check_v1(t, encoder, c, deferred)

@@ -295,6 +295,7 @@ class PymemStore(BaseStore):
                                       plan.query_vectors.get(search.query) if search.query else None, c)
         for i, listing in plan.lists:
             results[i] = self._list_namespaces(reader, listing, c)
+
     def _search(self, reader: _Reader, op: SearchOp, conditions: list[dict[str, Any]],
                 vector: list[float] | None, c: psycopg.Connection) -> list[SearchItem]:
         if op.limit == 0:

@@ -478,6 +478,7 @@ def run_scaling(store, config: BenchConfig, progress: Callable[[str], None] = la
     reports = []
     for rows in sizes:
         progress(f"scaling: {rows:,} rows")
+
         def labelled(m: str, rows: int = rows) -> None:
             progress(f"[{rows:,}] {m}")
         reports.append(run(store, dataclasses.replace(config, rows=rows, write_rows=None), progress=labelled))
