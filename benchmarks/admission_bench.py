@@ -20,7 +20,8 @@ import platform
 import random
 import statistics
 import time
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from pymem.admission.classifier import MODEL_NAME
 from pymem.admission.judge import check_content
@@ -149,8 +150,8 @@ def measure(notes: Iterable[str], *, repeat: int = 3, policy: AdmissionPolicy | 
     lengths: list[int] = []
     refused = 0
     for record in records:
-        before.append(_best(lambda: check_content(record, provenance, policy, classifier=False), repeat))
-        after.append(_best(lambda: check_content(record, provenance, policy), repeat))
+        before.append(_best(lambda: check_content(record, provenance, policy, classifier=False), repeat))  # noqa: B023 - called within this iteration
+        after.append(_best(lambda: check_content(record, provenance, policy), repeat))  # noqa: B023 - called within this iteration
         lengths.append(len(record["content"]))
         refused += check_content(record, provenance, policy) is not None
     bands = []
@@ -188,17 +189,22 @@ def format_admission_report(report: dict[str, Any]) -> str:
     """The admission section as a table."""
     lines = [f"admission: the gate's content check per note, signatures only (before) vs signatures + "
              f"{report['classifier']} (threshold {report['threshold']:.3f}); ordinary notes, best of "
-             f"{report['repeat']} runs, {report['python']} on {report['machine']}, load average {report['load_average']}",
+             f"{report['repeat']} runs, {report['python']} on {report['machine']}, load average "
+             f"{report['load_average']}",
              ""]
-    header = (f"{'chars':>10} {'notes':>6}  {'before p50':>10} {'before p99':>10}  {'after p50':>10} {'after p99':>10}  "
+    header = (f"{'chars':>10} {'notes':>6}  {'before p50':>10} {'before p99':>10}  {'after p50':>10} {'after p99':>10} "
+              f" "
               f"{'x p50':>6} {'x p99':>6} {'x mean':>6}")
     lines += [header, "-" * len(header)]
     for row in [*report["bands"], {"chars": "all", **report["all"]}]:
-        lines.append(f"{row['chars']:>10} {row['notes']:>6}  {row['signatures_p50_ms']:>8.3f}ms {row['signatures_p99_ms']:>8.3f}ms  "
+        lines.append(f"{row['chars']:>10} {row['notes']:>6}  {row['signatures_p50_ms']:>8.3f}ms "
+                     f"{row['signatures_p99_ms']:>8.3f}ms  "
                      f"{row['with_classifier_p50_ms']:>8.3f}ms {row['with_classifier_p99_ms']:>8.3f}ms  "
                      f"{row['ratio_p50']:>5.2f}x {row['ratio_p99']:>5.2f}x {row['ratio_mean']:>5.2f}x")
     ratio = report["all"]["ratio_mean"]
-    lines += ["", f"cost per note with the classifier: {ratio:.2f}x today's (mean); goal at most {report['goal_ratio']:.0f}x: "
+    lines += ["",
+              f"cost per note with the classifier: {ratio:.2f}x today's (mean); "
+              f"goal at most {report['goal_ratio']:.0f}x: "
               + ("met" if ratio <= report["goal_ratio"] else "MISSED"),
               f"ordinary notes refused by the check: {report['refused']} of {report['all']['notes']}"]
     return "\n".join(lines)

@@ -28,8 +28,9 @@ import random
 import statistics
 import time
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pgvector import Vector
 
@@ -54,7 +55,7 @@ class LangGraphBenchConfig:
     keep: bool = False
 
     def check(self) -> None:
-        BenchConfig.check(self)  # the same bounds on rows, dims, queries, top_k and the database name
+        BenchConfig.check(self)  # type: ignore[arg-type]  # the same fields; the same bounds on rows, dims, queries, top_k and the database name
 
 
 class _Vectors:
@@ -93,7 +94,7 @@ def run(store, config: LangGraphBenchConfig, progress: Callable[[str], None] = l
         vectors = _Vectors()
         index = {"dims": config.dims, "embed": vectors.embed, "fields": ["text"]}
         pymem_store = PymemStore(scratch.store.bind(Context(tenant="app", actor="bench")), index=index)
-        pg_index = {**index, "distance_type": "cosine"}
+        pg_index: Any = {**index, "distance_type": "cosine"}  # a PostgresIndexConfig
         with PostgresStore.from_conn_string(scratch.admin_dsn, index=pg_index) as pg_store:
             pg_store.setup()
             layout = _namespaces(config.rows)
@@ -102,7 +103,8 @@ def run(store, config: LangGraphBenchConfig, progress: Callable[[str], None] = l
             report["load"] = _load(admin, pymem_store, pg_store, vectors, data, layout, config, progress)
             report["server"] = server_facts(admin)
             with PostgresStore.from_conn_string(scratch.admin_dsn, index=pg_index) as iterative:
-                iterative.conn.execute("set hnsw.iterative_scan = relaxed_order")
+                iterative.conn.execute(  # type: ignore[union-attr]  # from_conn_string opens a connection
+                    "set hnsw.iterative_scan = relaxed_order")
                 stores = {"PymemStore": pymem_store, "PostgresStore": pg_store, "PostgresStore iterative": iterative}
                 report["search"] = _search(admin, stores, vectors, data, layout, config, progress)
     report["seconds"] = round(time.perf_counter() - started, 1)
@@ -188,7 +190,7 @@ def _search(admin, stores: dict[str, Any], vectors: _Vectors, data: _Data, layou
             for q in queries:  # untimed: the index and rows as warm as the cache allows
                 lg.search(namespace, query=q, limit=k)
             latencies, full, recall = [], 0, 0.0
-            for q, want in zip(queries, truth):
+            for q, want in zip(queries, truth, strict=False):
                 t0 = time.perf_counter()
                 got = lg.search(namespace, query=q, limit=k)
                 latencies.append((time.perf_counter() - t0) * 1000)
@@ -210,7 +212,8 @@ def _search(admin, stores: dict[str, Any], vectors: _Vectors, data: _Data, layou
 
 def format_report(report: dict[str, Any]) -> str:
     c, srv, load = report["config"], report["server"], report["load"]
-    lines = [f"pymem bench --langgraph: {load['items']:,} items x {c['dims']} dims in one tenant, {c['clusters']} clusters,"
+    lines = [f"pymem bench --langgraph: {load['items']:,} items x {c['dims']} dims in one tenant, {c['clusters']} "
+             f"clusters,"
              f" top {c['top_k']}, {c['queries']} searches per namespace size",
              f"PostgreSQL {srv['postgres']}, pgvector {srv['pgvector']}, shared_buffers {srv['shared_buffers']};"
              " HNSW m=16 ef_construction=64 (cosine) for both",

@@ -17,13 +17,14 @@ TLS cannot be read, so the proxied DSN asks for none.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
 import tempfile
 import threading
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -39,7 +40,7 @@ class WireCounter:
 
     def __init__(self, dsn: str):
         params = conninfo_to_dict(dsn)
-        host = params.get("host") or "/tmp"
+        host = str(params.get("host") or "/tmp")
         self._port = int(params.get("port") or 5432)
         first = host.split(",")[0]
         if first.startswith("/"):
@@ -65,7 +66,7 @@ class WireCounter:
         params = conninfo_to_dict(dsn)
         params.update(host=self._dir, port=str(self._port), sslmode="disable", gssencmode="disable")
         params.pop("hostaddr", None)
-        return make_conninfo(**params)
+        return make_conninfo("", **params)
 
     def counts(self) -> dict[str, int]:
         """Messages by type so far, plus `round_trips`, `statements` and `connections`."""
@@ -90,16 +91,12 @@ class WireCounter:
                 open_sockets, self._sockets = list(self._sockets), set()
             for sock in open_sockets:
                 _close(sock)
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self._path)
-            except OSError:
-                pass
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(self._dir)
-            except OSError:
-                pass
 
-    def __enter__(self) -> "WireCounter":
+    def __enter__(self) -> WireCounter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -196,11 +193,7 @@ def _chunks(sock: socket.socket) -> Iterator[bytes]:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(OSError):
         sock.close()
-    except OSError:
-        pass

@@ -18,11 +18,19 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import (Busy, ConventionConflict, InvalidArguments, MemoryAdmissionError, PymemError, ServerError,
-                     Unauthenticated)
+from .errors import (
+    Busy,
+    ConventionConflict,
+    InvalidArguments,
+    MemoryAdmissionError,
+    PymemError,
+    ServerError,
+    Unauthenticated,
+)
 from .service.wire import BY_CODE, PROTOCOL
 
 __all__ = ["Client", "ServiceError"]
@@ -54,7 +62,7 @@ class Client:
             self._conn.close()
             self._conn = None
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -262,7 +270,7 @@ def _error(status: int, envelope: Any, retry_after: str | None = None) -> PymemE
     if issubclass(known.raises, Busy):  # retryable: the hint from Retry-After (or the details)
         details = error.get("details") or {}
         hint = _seconds(retry_after) if retry_after is not None else _seconds(details.get("retry_after"))
-        exc = known.raises(message, retry_after=hint)
+        exc: PymemError = known.raises(message, retry_after=hint)
     else:
         exc = known.raises(message)
     exc.code = code  # type: ignore[attr-defined]  # the wire code, for callers that branch on it

@@ -10,22 +10,47 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, TypeVar
 
 import psycopg
+from pgvector.psycopg import register_vector
 from psycopg import errors as pgerr
 from psycopg import sql
 from psycopg.pq import TransactionStatus
-from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import queries
 from .context import Context
-from .errors import (AccessDenied, ContextError, IncognitoSession, InvalidArguments, LockTimeout, NotFound,
-                     PoolExhausted, PymemError, SchemaError, ServerError, StatementTimeout, TransactionConflict,
-                     UnknownSession)
+from .errors import (
+    AccessDenied,
+    ContextError,
+    IncognitoSession,
+    InvalidArguments,
+    LockTimeout,
+    NotFound,
+    PoolExhausted,
+    PymemError,
+    SchemaError,
+    ServerError,
+    StatementTimeout,
+    TransactionConflict,
+    UnknownSession,
+)
+
+_Row = TypeVar("_Row")
+
+
+def one(row: _Row | None) -> _Row:
+    """The row of a statement that always returns one (an aggregate, a function's result, an
+    INSERT ... RETURNING): psycopg types `fetchone()` as optional, and a missing row here is the
+    server breaking its contract, not a case to handle."""
+    if row is None:
+        raise ServerError("the database returned no row from a statement that always returns one")
+    return row
+
 
 APP_ROLE = "pymem_app"
 AUDITOR_ROLE = "pymem_auditor"
@@ -33,12 +58,12 @@ AUDITOR_ROLE = "pymem_auditor"
 
 #: What _configure found for each open connection: the role it switched to (None: its login's
 #: own). A reset restores exactly that without asking the server again.
-_configured: "weakref.WeakKeyDictionary[psycopg.Connection, str | None]" = weakref.WeakKeyDictionary()
+_configured: weakref.WeakKeyDictionary[psycopg.Connection, str | None] = weakref.WeakKeyDictionary()
 
 
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
     # An administrative connection may reach a database pgvector is not installed in yet.
-    vector = conn.execute(queries.query("vector_type_exists")).fetchone()[0]
+    vector = one(conn.execute(queries.query("vector_type_exists")).fetchone())[0]
     if vector:
         register_vector(conn)
     switched = None
@@ -59,10 +84,10 @@ def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
 
 
 #: Connections that reach Postgres through a transaction-mode pooler (pymem.config.Settings.pooler).
-_pooled: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+_pooled: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
 
-def connect_options(pooler: bool) -> dict:
+def connect_options(pooler: bool) -> dict[str, Any]:
     """psycopg's connection options: behind a transaction-mode pooler, no server-side prepared
     statement (the next transaction may run on another server connection, which never saw it)."""
     return {"prepare_threshold": None} if pooler else {}
@@ -71,7 +96,7 @@ def connect_options(pooler: bool) -> dict:
 def connect(dsn: str, *, role: str | None = APP_ROLE, autocommit: bool = False,
             pooler: bool = False, connect_timeout: float | None = None) -> psycopg.Connection:
     """One connection configured like the pool's (pgvector types, RLS-bound role)."""
-    extra = {} if connect_timeout is None else {"connect_timeout": max(1, round(connect_timeout))}
+    extra: dict[str, Any] = {} if connect_timeout is None else {"connect_timeout": max(1, round(connect_timeout))}
     try:
         conn = psycopg.connect(dsn, autocommit=autocommit, **connect_options(pooler), **extra)
     except psycopg.OperationalError as exc:
@@ -307,10 +332,10 @@ def _message(exc: psycopg.Error) -> str:
 
 #: Connections of pymem's own pools: on one of these, `transaction` opens and commits a transaction
 #: of its own. Any other connection is a caller's, whose transaction is joined, never committed.
-_owned: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+_owned: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 #: The contexts of the pymem transactions open on a connection, innermost last: a verb called
 #: inside another verb's transaction on the same connection and context joins it as it is.
-_active: "weakref.WeakKeyDictionary[psycopg.Connection, list[Context | None]]" = weakref.WeakKeyDictionary()
+_active: weakref.WeakKeyDictionary[psycopg.Connection, list[Context | None]] = weakref.WeakKeyDictionary()
 
 
 def own(conn: psycopg.Connection) -> psycopg.Connection:
@@ -333,8 +358,8 @@ def register_types(conn: psycopg.Connection) -> None:
     register_vector(): only the `vector` type is fetched, in the connection's current state."""
     if conn.adapters.types.get("vector") is not None:
         return
-    from psycopg.types import TypeInfo
     from pgvector.psycopg.vector import register_vector_info
+    from psycopg.types import TypeInfo
 
     with translate_errors():
         info = TypeInfo.fetch(conn, "vector")

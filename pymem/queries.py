@@ -36,7 +36,7 @@ def parse(text: str) -> dict[str, NamedQuery]:
     """Named queries from a queries.sql text: each header, its one-line description, its body."""
     out: dict[str, NamedQuery] = {}
     heads = list(_HEADER.finditer(text))
-    for head, nxt in zip(heads, heads[1:] + [None]):
+    for head, nxt in zip(heads, [*heads[1:], None], strict=True):
         body = text[head.end():nxt.start() if nxt else len(text)].strip("\n").splitlines()
         if not body or not body[0].startswith("-- "):
             raise ValueError(f"query {head.group(1)} has no one-line description")

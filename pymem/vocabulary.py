@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = [
-    "Origin", "ORIGINS", "INJECTED", "OPERATOR_ORIGIN", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS", "CONTENT_KEYS", "canonical_json",
+    "Origin", "ORIGINS", "INJECTED", "OPERATOR_ORIGIN", "EVENTS", "SURFACES", "HOT_TAG", "ID_KEYS", "VECTOR_KEYS",
+    "CONTENT_KEYS", "canonical_json",
     "MAX_NAME", "MAX_ID", "MAX_IDEMPOTENCY_KEY", "MAX_CONTENT_BYTES", "MAX_RECORD_BYTES",
     "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
     "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text", "MAX_QUERY_BYTES",

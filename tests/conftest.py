@@ -19,11 +19,19 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from helpers import pgbouncer as bouncer
+from helpers.database import (
+    AGENT_LOGIN,
+    APP_LOGIN,
+    AUDITOR_LOGIN,
+    DIM,
+    PASSWORD,
+    STRANGER_LOGIN,
+    TestDatabase,
+    with_user,
+)
 
 from pymem import migrate
-from helpers import pgbouncer as bouncer
-from helpers.database import (AGENT_LOGIN, APP_LOGIN, AUDITOR_LOGIN, DIM, PASSWORD, STRANGER_LOGIN, TestDatabase,
-                              with_user)
 
 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-
 @dataclass(frozen=True)
 class Wheel:
     package: str

@@ -76,13 +76,19 @@ def training_rows(examples: list[dict]) -> tuple[list[str], list[int], list[floa
     texts, labels, weights = [], [], []
     for e in examples:
         w = 1.0 / math.sqrt(size[(e["source"], e["label"])])
-        texts.append(e["text"]); labels.append(e["label"]); weights.append(w)
+        texts.append(e["text"])
+        labels.append(e["label"])
+        weights.append(w)
         if e["label"] == 1 and e.get("core"):
-            texts.append(e["core"]); labels.append(1); weights.append(w)
+            texts.append(e["core"])
+            labels.append(1)
+            weights.append(w)
         if e["label"] == 0:
             ps = pieces(normalize(e["text"]))
             for p in ps:
-                texts.append(p); labels.append(0); weights.append(w / math.sqrt(len(ps)))
+                texts.append(p)
+                labels.append(0)
+                weights.append(w / math.sqrt(len(ps)))
     wy = np.array(weights)
     y = np.array(labels)
     for cls in (0, 1):
@@ -96,7 +102,9 @@ def matrix(texts: list[str]) -> csr_matrix:
     indptr, indices, data = [0], [], []
     for t in texts:
         cols, vals = _row(t)
-        indices.extend(cols); data.extend(vals); indptr.append(len(indices))
+        indices.extend(cols)
+        data.extend(vals)
+        indptr.append(len(indices))
     return csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64), np.array(indptr)),
                       shape=(len(texts), (1 << SPEC.bits) + len(SIGNAL_NAMES)))
 
@@ -155,7 +163,7 @@ def calibrate(examples: list[dict], seed: int = 0) -> tuple[float, dict]:
         train = [e for i, e in enumerate(examples) if fold_of[i] != k]
         held = [e for i, e in enumerate(examples) if fold_of[i] == k and e["label"] == 0]
         model = fit(train)
-        for e, j in zip(held, judged(model, held, threshold=1.0)):
+        for e, j in zip(held, judged(model, held, threshold=1.0), strict=False):
             if signature(e["text"]) is not None or (j.refused and j.name != NAME):
                 fixed += 1  # refused whatever the threshold
             else:

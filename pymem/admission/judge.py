@@ -29,15 +29,17 @@ import decimal
 import hashlib
 import math
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, cast
 
-from .classifier import classify
-from .scanning import instruction_shaped
 from ..errors import InvalidArguments, MemoryAdmissionError
-from .policy import AdmissionPolicy
+from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS
+from ..vocabulary import canonical_json as _canonical_json
+from .classifier import classify
+from .policy import AdmissionPolicy, OriginRule
 from .provenance import Origin, Provenance
-from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS, canonical_json as _canonical_json
+from .scanning import instruction_shaped
 
 __all__ = [
     "Decision",
@@ -139,6 +141,7 @@ def _instruction_shaped(value: Any, policy: AdmissionPolicy, classifier: bool) -
         return None
     verdict = classify(value, threshold=policy.classifier_threshold)
     if verdict.refused:
+        assert verdict.name is not None  # a refusing verdict always names what decided it
         return Finding(verdict.name, verdict.score, verdict.piece_digest)
     return None
 
@@ -163,10 +166,10 @@ def check_content(record: Mapping[str, Any], provenance: Provenance, policy: Adm
 
 #: What the gate and recall call to check content: check_content itself, unless a long-running
 #: service routed large notes to worker processes (pymem.admission.offload.install).
-content_check = check_content
+content_check: Callable[[Mapping[str, Any], Provenance, AdmissionPolicy], Finding | None] = check_content
 
 
-def _believed(verb: str, origin: Origin, rule, given: float | None, policy: AdmissionPolicy) -> "Decision":
+def _believed(verb: str, origin: Origin, rule: OriginRule, given: float | None, policy: AdmissionPolicy) -> Decision:
     """A positive Decision at the confidence the rule believes, saying when it capped `given`."""
     confidence = rule.cap(given)
     capped = given is not None and confidence < given
@@ -175,7 +178,7 @@ def _believed(verb: str, origin: Origin, rule, given: float | None, policy: Admi
 
 
 def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy,
-                    *, current: bool) -> "Decision | None":
+                    *, current: bool) -> Decision | None:
     """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
     then the origin's rule (persists at all, citation, injection source)."""
     origin = provenance.origin
@@ -288,7 +291,7 @@ def _recall_text(record: Mapping[str, Any]) -> str:
     if it is a string, else the record without bookkeeping keys and vectors, as canonical JSON."""
     for key in CONTENT_KEYS:
         if isinstance(record.get(key), str):
-            return record[key]
+            return cast("str", record[key])
     rest = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS and k not in VECTOR_KEYS}
     try:
         return canonical_json(rest)
@@ -316,7 +319,7 @@ def _guard_verdict(guard: Any, text: str) -> tuple[bool, str | None]:
     """
     try:
         result = guard.check_input(text)
-    except Exception as exc:  # a guard that fails must fail closed
+    except Exception as exc:  # noqa: BLE001 - a guard that fails must fail closed
         return False, _short(getattr(exc, "reason", None)) or f"raised {type(exc).__name__}"
     if isinstance(result, Mapping):
         reason = _short(result.get("reason"))

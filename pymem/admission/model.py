@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ..errors import PymemError
 from .features import FeatureSpec, char_buckets, word_buckets
@@ -42,10 +43,10 @@ class Model:
     name: str
     spec: FeatureSpec
     bias: float
-    weights: array  # float32, one per bucket
+    weights: array[Any]  # float32, one per bucket
     signal_weights: dict[str, float]
     threshold: float
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict[str, Any])
     #: SHA-256 (hex) of the weight file this model was read from ("" for a model built in memory).
     sha256: str = ""
 
@@ -74,14 +75,14 @@ class Model:
 
 
 def encode(*, name: str, spec: FeatureSpec, bias: float, weights: dict[int, float], signal_weights: dict[str, float],
-           threshold: float, meta: dict | None = None) -> bytes:
+           threshold: float, meta: dict[str, Any] | None = None) -> bytes:
     """The bytes of a weight file (used by the training script)."""
     items = sorted((i, v) for i, v in weights.items() if v != 0.0)
     peak = max((abs(v) for _, v in items), default=1.0) or 1.0
     scale = peak / 32767.0
     idx, vals, prev = array("I"), array("h"), 0
     for i, v in items:
-        q = int(round(v / scale))
+        q = round(v / scale)
         if q == 0:
             continue
         idx.append(i - prev)
@@ -118,7 +119,7 @@ def _decode(data: bytes) -> Model:
         scale = float(header["scale"])
         weights = array("f", bytes(4 * (1 << spec.bits)))
         pos = 0
-        for d, q in zip(idx, vals):
+        for d, q in zip(idx, vals, strict=True):
             pos += d
             weights[pos] = q * scale
         return Model(

@@ -53,7 +53,8 @@ _HOMOGLYPHS = str.maketrans(
     }
 )
 
-_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s", "!": "i", "|": "i"})
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s",
+                       "!": "i", "|": "i"})
 _LEET_TOKEN = re.compile(r"[a-z0-9@$!|]+")
 # Only the tokens _deleet changes: whole tokens (from their first character, to their last) that
 # hold a letter next to a leet character, so the Python callback runs on those alone.
@@ -119,7 +120,8 @@ def _join_run(m: re.Match[str]) -> str:
     # Ties go to the separator seen first. Choosing from a set would depend on the per-process
     # string hash, and the same text would fold differently in different processes.
     common = Counter(seps).most_common(1)[0][0]
-    return re.sub(r"[^a-z]+", lambda s: "" if s.group(0) == common or not any(c.isspace() for c in s.group(0)) else " ", run)
+    return re.sub(r"[^a-z]+",
+                  lambda s: "" if s.group(0) == common or not any(c.isspace() for c in s.group(0)) else " ", run)
 
 
 def _compact(text: str) -> str:

@@ -16,14 +16,18 @@ Without `install` (the library, the CLI) everything runs in-process.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from . import judge
+from .judge import Finding
 from .pieces import MAX_DEPTH
-from .policy import AdmissionPolicy
+from .policy import AdmissionPolicy, OriginRule
+from .provenance import Origin, Provenance
 
 __all__ = ["install", "shutdown", "installed", "OFFLOAD_CHARS"]
 
@@ -37,10 +41,8 @@ _pool: concurrent.futures.ProcessPoolExecutor | None = None
 
 
 def _start_worker() -> None:
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         os.nice(WORKER_NICENESS)
-    except (AttributeError, OSError):
-        pass
     from .model import default_model
 
     default_model()  # loaded once per worker, before the first note
@@ -58,12 +60,13 @@ def _text_size(value: Any, depth: int = 0) -> int:
     return 0
 
 
-def _check(record: Any, provenance: Any, rules: dict, threshold: float | None) -> Any:
+def _check(record: Mapping[str, Any], provenance: Provenance, rules: dict[Origin, OriginRule],
+           threshold: float | None) -> Finding | None:
     """In a worker: the content check itself, under the caller's policy rebuilt from its parts."""
     return judge.check_content(record, provenance, AdmissionPolicy(rules=rules, classifier_threshold=threshold))
 
 
-def _offloaded(record: Any, provenance: Any, policy: Any) -> Any:
+def _offloaded(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy) -> Finding | None:
     """judge.content_check while a pool is installed: large notes go to a worker."""
     pool = _pool
     if pool is not None and _text_size(record) >= OFFLOAD_CHARS:
@@ -72,7 +75,8 @@ def _offloaded(record: Any, provenance: Any, policy: Any) -> Any:
         except RuntimeError:  # shut down meanwhile: check here
             pass
         else:
-            return future.result()
+            found: Finding | None = future.result()
+            return found
     return judge.check_content(record, provenance, policy)
 
 

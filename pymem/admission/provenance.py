@@ -13,13 +13,14 @@ cannot have one) is worse than none, because it looks like a claim that was chec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InvalidArguments
 from ..vocabulary import Origin
 
-__all__ = ["Origin", "Provenance", "MAX_FIELD_LENGTH"]
+__all__ = ["Origin", "Provenance", "MAX_FIELD_LENGTH", "parse_origin"]
 
 #: Longest accepted provenance string. Provenance is metadata, not content; anything longer is
 #: almost certainly content smuggled into a metadata field.
@@ -31,7 +32,8 @@ _STRING_FIELDS = ("run_id", "source", "session_id", "citation", "adapter", "inje
 _NON_BLANK_FIELDS = ("citation", "injection_source")
 
 
-def _parse_origin(value: Any) -> Origin:
+def parse_origin(value: Any) -> Origin:
+    """`value` as an `Origin` (an `Origin` or its string value); InvalidArguments for anything else."""
     if isinstance(value, Origin):
         return value
     if isinstance(value, str):
@@ -61,7 +63,7 @@ class Provenance:
     injection_source: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "origin", _parse_origin(self.origin))
+        object.__setattr__(self, "origin", parse_origin(self.origin))
         for name in _STRING_FIELDS:
             value = getattr(self, name)
             if value is None:
@@ -98,7 +100,7 @@ class Provenance:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Provenance":
+    def from_json(cls, data: Mapping[str, Any]) -> Provenance:
         """Inverse of `to_json`. Unknown keys are refused rather than dropped: a stored
         provenance with fields this version does not understand must not silently lose them."""
         if not isinstance(data, Mapping):

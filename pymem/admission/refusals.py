@@ -67,7 +67,7 @@ def audit_source(source: str | None) -> str | None:
     return cleaned
 
 
-def record_refusal(store: "Store", ctx: "Context", *, origin: str, source: str | None, reason: str,
+def record_refusal(store: Store, ctx: Context, *, origin: str, source: str | None, reason: str,
                    signature: str | None, digest: str, policy_fingerprint: str | None, score: float | None = None,
                    piece_digest: str | None = None) -> int:
     """Append an `admission.refused` event to the context tenant's chain and COMMIT it, on a
@@ -83,10 +83,9 @@ def record_refusal(store: "Store", ctx: "Context", *, origin: str, source: str |
     try:
         # the store's one-statement connections, not the pool: a verb holding a pool connection in its
         # own transaction refuses without waiting for a second one from the same pool
-        with store.statements.connection() as conn:
-            with db.transaction(conn, ctx, timeouts=timeouts):
-                conn.execute(queries.query("set_lock_timeout"), (wait,))
-                seq = conn.execute(queries.query("record_refusal"), args).fetchone()[0]
+        with store.statements.connection() as conn, db.transaction(conn, ctx, timeouts=timeouts):
+            conn.execute(queries.query("set_lock_timeout"), (wait,))
+            seq = db.one(conn.execute(queries.query("record_refusal"), args).fetchone())[0]
     except LockTimeout as exc:
         raise LockTimeout(
             f"could not record the refusal's audit event within {wait}: tenant {ctx.tenant}'s chain is locked by "

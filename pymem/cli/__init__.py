@@ -19,8 +19,18 @@ def main() -> None:
 
 
 def _register() -> None:
-    from . import (bench_command, data_commands, db_commands, delivery_commands, demo_command, eval_command,
-                   lesson_commands, memory_commands, service_commands, verify_command)
+    from . import (
+        bench_command,
+        data_commands,
+        db_commands,
+        delivery_commands,
+        demo_command,
+        eval_command,
+        lesson_commands,
+        memory_commands,
+        service_commands,
+        verify_command,
+    )
 
     for module in (db_commands, verify_command, demo_command, memory_commands, delivery_commands, lesson_commands,
                    data_commands, bench_command, eval_command, service_commands):

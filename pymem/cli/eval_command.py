@@ -28,9 +28,10 @@ def format_evaluation(ev: AdmissionEvaluation) -> str:
                      _rate(s.benign_refused, s.benign), f"{s.threshold:.3f}"))
     payloads = sum(s.payloads for s in ev.sources)
     rows.append(("all (held out)", _rate(sum(s.payloads_refused for s in ev.sources), payloads),
-                 _rate(sum(s.payloads_signatures for s in ev.sources), payloads), _rate(ev.benign_refused, ev.benign), ""))
+                 _rate(sum(s.payloads_signatures for s in ev.sources), payloads), _rate(ev.benign_refused, ev.benign),
+                 ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines += ["", f"benign notes falsely refused overall: {_rate(ev.benign_refused, ev.benign)}",
               f"goals: every source >= {100 * ev.payload_goal:.0f} % of payloads refused, "

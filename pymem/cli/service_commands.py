@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -15,7 +15,8 @@ from .. import Context
 from .common import PymemCommandError, context_options, handle_errors
 
 
-def _service(name: str) -> Callable[..., Any]:
+def _service(name: str) -> Any:
+    """A name of the server extra, looked up when a command runs (its import needs that extra)."""
     import pymem
 
     try:

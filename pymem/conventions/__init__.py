@@ -8,8 +8,16 @@ how a symbol is resolved in a repository, in pymem.conventions.repository. `pyme
 checks every receipt's signature and anchor (pymem.integrity.receipt_audit).
 """
 
-from .receipts import (ActiveConventions, Convention, ConventionCheck, FiledCorrection, active_conventions,
-                       check_conventions, file_review_correction, retire_convention)
+from .receipts import (
+                       ActiveConventions,
+                       Convention,
+                       ConventionCheck,
+                       FiledCorrection,
+                       active_conventions,
+                       check_conventions,
+                       file_review_correction,
+                       retire_convention,
+)
 
 __all__ = ["ActiveConventions", "Convention", "ConventionCheck", "FiledCorrection", "active_conventions",
            "check_conventions", "file_review_correction", "retire_convention"]

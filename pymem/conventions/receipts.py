@@ -21,12 +21,12 @@ the tenant's conventions filing row (pymem.lock_for_filing: a row only the tenan
 can lock, with a timeout that ends in LockTimeout), so two contradicting corrections cannot both
 get in.
 
-A rule is in force only while its latest receipt version's signature verifies against the key
-registered in the database (checked here, on every read: Postgres has no Ed25519). A receipt a
-login inserted around this module, unsigned or signed with a key of its own, is never listed as
-active and never blocks a genuine correction; `pymem verify` names it. Rules end by appended rows and events, never by deletes: `retire_convention` by hand
-(convention.retired), `check_conventions` when a rule's symbol no longer resolves at HEAD of a
-git repository (convention.expired). `active_conventions` returns the rules in force and their
+A rule is in force only while its latest receipt version's signature verifies against the key registered in
+the database (checked here, on every read: Postgres has no Ed25519). A receipt a login inserted around this
+module, unsigned or signed with a key of its own, is never listed as active and never blocks a genuine
+correction; `pymem verify` names it. Rules end by appended rows and events, never by deletes:
+`retire_convention` by hand (convention.retired), `check_conventions` when a rule's symbol no longer resolves
+at HEAD of a git repository (convention.expired). `active_conventions` returns the rules in force and their
 ruleset hash.
 """
 
@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -48,14 +49,21 @@ from ..embedder import Embedder
 from ..errors import AccessDenied, ConventionConflict, InvalidArguments, NotFound
 from ..integrity.receipt_audit import ReceiptForm, rule_sha256
 from ..integrity.signing import load_or_create_key, verify_signature
-from ..lessons.filing import (FiledLesson, check_lesson, check_lesson_tags, lock_for_filing, screen_lesson,
-                              write_lesson)
+from ..lessons.filing import FiledLesson, check_lesson, check_lesson_tags, lock_for_filing, screen_lesson, write_lesson
 from ..storage.validate import check_id
 from ..vocabulary import MAX_REFUSAL_REASON, is_plain_text
 from .repository import head_commit, symbol_resolves
+from .rules import (
+    check_assertion,
+    check_commit,
+    check_rule_text,
+    check_subject,
+    check_symbol,
+    contradicts,
+    demand,
+    ruleset_hash,
+)
 from .signing_key import ensure_registered
-from .rules import (check_assertion, check_commit, check_rule_text, check_subject, check_symbol, contradicts, demand,
-                    ruleset_hash)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
@@ -99,7 +107,7 @@ class Convention:
     ended_at: _dt.datetime | None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Convention":
+    def from_row(cls, row: Mapping[str, Any]) -> Convention:
         values = dict(row)
         for name in ("rule_sha256", "signature", "receipt_sha256"):
             values[name] = bytes(values[name]).hex()
@@ -197,7 +205,7 @@ def _same_correction(rule: Convention, scope: Mapping[str, str], adapter: str | 
             and rule.subject_symbol == symbol and rule.rule_sha256 == rule_hash)
 
 
-def file_review_correction(memories: "Memories", rule_text: str, subject: str, base_commit: str, assertion: str,
+def file_review_correction(memories: Memories, rule_text: str, subject: str, base_commit: str, assertion: str,
                            subject_symbol: str | None = None, *, tags: Iterable[str] = (),
                            confidence: float | None = None, source_task: str | None = None,
                            origin: str = DEFAULT_ORIGIN, policy: AdmissionPolicy | None = None,
@@ -253,7 +261,7 @@ def file_review_correction(memories: "Memories", rule_text: str, subject: str, b
     return FiledCorrection(receipt=filed, lesson=lesson)
 
 
-def active_conventions(memories: "Memories", *, conn: psycopg.Connection | None = None) -> ActiveConventions:
+def active_conventions(memories: Memories, *, conn: psycopg.Connection | None = None) -> ActiveConventions:
     """The rules in force in this context (by subject, then id) and their ruleset hash."""
     with memories.store.transaction(memories.ctx, conn) as c:
         rules = _rules_in_force(c, memories.ctx.tenant)
@@ -273,7 +281,7 @@ def _end(c: psycopg.Connection, tenant: str, receipt_id: str, status: str, reaso
     c.execute(queries.query("end_convention"), (tenant, receipt_id, status, reason, commit))
 
 
-def retire_convention(memories: "Memories", receipt_id: str, reason: str = RETIRE_REASON, *,
+def retire_convention(memories: Memories, receipt_id: str, reason: str = RETIRE_REASON, *,
                       conn: psycopg.Connection | None = None) -> Convention:
     """Take a rule out of force (a convention.retired event; the receipt stays). Only the adapter
     that filed it, or the operator, may. NotFound when no such rule is in force here."""
@@ -292,7 +300,7 @@ def retire_convention(memories: "Memories", receipt_id: str, reason: str = RETIR
     return ended
 
 
-def check_conventions(memories: "Memories", repo: Path | str, *,
+def check_conventions(memories: Memories, repo: Path | str, *,
                       conn: psycopg.Connection | None = None) -> ConventionCheck:
     """Expire every rule in force whose symbol no longer resolves at HEAD of the git repository
     `repo` (pymem.conventions.repository), each with a convention.expired event naming the
@@ -306,7 +314,7 @@ def check_conventions(memories: "Memories", repo: Path | str, *,
         lock_for_filing(c, "conventions", memories.store.settings.filing_lock_timeout_ms)
         rules = [r for r in _rules_in_force(c, ctx.tenant) if r.subject_symbol is not None]
         for rule in rules:
-            if symbol_resolves(repo_path, head, rule.subject, rule.subject_symbol):
+            if rule.subject_symbol is not None and symbol_resolves(repo_path, head, rule.subject, rule.subject_symbol):
                 continue
             reason = f"symbol {rule.subject_symbol} no longer resolves in {rule.subject} at HEAD {head[:12]}"
             try:

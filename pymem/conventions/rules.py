@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any, Iterable, Mapping
+from typing import Any, cast
 
 from ..errors import InvalidArguments
 from ..vocabulary import MAX_TAG, canonical_json, is_plain_text
@@ -120,7 +121,7 @@ def check_subject(subject: Any) -> str:
         subject = subject[2:]
     if not subject or subject.startswith("/") or ".." in subject.split("/"):
         raise InvalidArguments("the subject must be a path or glob relative to the repository, without '..'")
-    return subject
+    return cast("str", subject)
 
 
 def check_symbol(symbol: Any) -> str | None:

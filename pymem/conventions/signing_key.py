@@ -11,7 +11,7 @@ EXECUTE on it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import psycopg
 
@@ -38,7 +38,7 @@ def register_signing_key(conn: psycopg.Connection, public_key: str) -> str:
     administrative connection."""
     public_key = _check_hex(public_key)
     with db.translate_errors(), conn.transaction():
-        return conn.execute(queries.query("register_signing_key"), (public_key,)).fetchone()[0]
+        return cast("str", db.one(conn.execute(queries.query("register_signing_key"), (public_key,)).fetchone())[0])
 
 
 def registered_signing_key(conn: psycopg.Connection) -> str | None:
@@ -48,7 +48,7 @@ def registered_signing_key(conn: psycopg.Connection) -> str | None:
     return row[0] if row else None
 
 
-def ensure_registered(store: "Store", ctx: Context, public_key: str, *, conn: psycopg.Connection | None = None) -> None:
+def ensure_registered(store: Store, ctx: Context, public_key: str, *, conn: psycopg.Connection | None = None) -> None:
     """Make sure receipts signed with `public_key` will be accepted: it is the registered key, or
     no key is registered yet and the store's administrative connection registers it now. Raises
     AccessDenied naming what to do otherwise; nothing is written."""

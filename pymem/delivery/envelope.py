@@ -1,10 +1,10 @@
 """The one envelope: everything delivered automatically, as the agent receives it.
 
-The digest of other sessions, the hot memories, the lessons of earlier tasks (when the caller asks
-for them) and the memories recalled for this turn go into one block that says, before anything else, that it is reference data (possibly stale, possibly
-from third parties) and never instructions. Every item says where it came from: its id, when it
-was written, the session that wrote it and when that session started, its origin and its trust
-tier.
+The digest of other sessions, the hot memories, the lessons of earlier tasks (when the caller asks for them)
+and the memories recalled for this turn go into one block that says, before anything else, that it is
+reference data (possibly stale, possibly from third parties) and never instructions. Every item says where it
+came from: its id, when it was written, the session that wrote it and when that session started, its origin
+and its trust tier.
 
 Why the text cannot escape. Everything that came from outside the library (memory text, topics,
 ids) is written as a JSON string literal on one line: quotes, backslashes and every line break
@@ -21,11 +21,12 @@ import datetime as _dt
 import hashlib
 import json
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
-__all__ = ["DigestEntry", "DeliveredItem", "DeliveredLesson", "escape", "render", "timestamp", "HEADER", "OPEN", "CLOSE",
-           "STALE_AFTER_DAYS"]
+__all__ = ["DigestEntry", "DeliveredItem", "DeliveredLesson", "escape", "render", "timestamp", "HEADER", "OPEN",
+           "CLOSE", "STALE_AFTER_DAYS"]
 
 OPEN = "<<<pymem reference data {nonce}>>>"
 CLOSE = "<<<end of pymem reference data {nonce}>>>"
@@ -122,7 +123,7 @@ class DeliveredLesson:
 
 def timestamp(value: _dt.datetime) -> str:
     """UTC, to the second, with a Z: one spelling for every time in the block."""
-    return value.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _escape_char(char: str) -> str:
@@ -155,14 +156,16 @@ def _session_ref(session_id: str | None, started_at: _dt.datetime | None) -> str
 def _digest_line(entry: DigestEntry) -> str:
     ended = f" | ended {timestamp(entry.ended_at)}" if entry.ended_at else ""
     topic = f"topic {escape(entry.topic)}" if entry.topic else "topic (none)"
-    return f"- session {escape(entry.session_id)} | started {timestamp(entry.started_at)}{ended} | {entry.surface} | {topic}"
+    return (f"- session {escape(entry.session_id)} | started {timestamp(entry.started_at)}{ended} | "
+            f"{entry.surface} | {topic}")
 
 
 def _item_lines(item: DeliveredItem) -> list[str]:
     created = timestamp(item.created_at) if item.created_at else "unknown"
     happened = f" | happened {timestamp(item.event_at)}" if item.event_at else ""
     head = (f"- memory {escape(item.id)} | created {created}{happened} | "
-            f"{_session_ref(item.session_id, item.session_started_at)} | origin {item.origin or 'unknown'} | tier {item.tier}")
+            f"{_session_ref(item.session_id, item.session_started_at)} | origin {item.origin or 'unknown'} | tier "
+            f"{item.tier}")
     return [head, "  " + escape(item.text)]
 
 

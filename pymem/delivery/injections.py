@@ -1,24 +1,25 @@
 """Injection records: what each delivered turn contained, and which turns a memory entered.
 
-Every delivery for a session's turn appends one `delivery.injected` event to the tenant's hash
-chain (pymem.record_injection, sql/schema.sql): the session, the turn, the ids of every memory in
-the block (the hot ones named again), the other sessions its digest listed, the sha256 of the
-delivered text, its token count, budget and truncation, the counter's name, the admission
-policy's and trust tiers' fingerprints, and which of the memories were lessons of earlier tasks. Never the text: the ids lead to the rows and the digest
-proves which text it was. The views pymem.audit_injections and pymem.memory_injections read the
-records back; an auditor login reads every tenant's.
+Every delivery for a session's turn appends one `delivery.injected` event to the tenant's hash chain
+(pymem.record_injection, sql/schema.sql): the session, the turn, the ids of every memory in the block (the hot
+ones named again), the other sessions its digest listed, the sha256 of the delivered text, its token count,
+budget and truncation, the counter's name, the admission policy's and trust tiers' fingerprints, and which of
+the memories were lessons of earlier tasks. Never the text: the ids lead to the rows and the digest proves
+which text it was. The views pymem.audit_injections and pymem.memory_injections read the records back; an
+auditor login reads every tenant's.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from psycopg.rows import class_row
 
-from .. import queries
+from .. import db, queries
 from ..errors import InvalidArguments
 from ..storage.validate import check_id
 
@@ -81,12 +82,13 @@ def record_injection(conn: psycopg.Connection, *, session_id: str, turn: int, me
                        (session_id, turn, list(memory_ids), list(hot_ids), list(digest_sessions), block_sha256,
                         tokens, budget, truncated, counter, policy_fingerprint, tiers_fingerprint,
                         list(lesson_ids))).fetchone()
-    return int(row[0])
+    return int(db.one(row)[0])
 
 
 def last_turn(conn: psycopg.Connection, tenant: str, session_id: str) -> int | None:
     """The highest turn recorded for the session in this context, None when none."""
-    return conn.execute(queries.query("last_injected_turn"), (tenant, session_id)).fetchone()[0]
+    return cast("int | None",
+                db.one(conn.execute(queries.query("last_injected_turn"), (tenant, session_id)).fetchone())[0])
 
 
 def _check_turn(turn: Any) -> int | None:
@@ -97,7 +99,7 @@ def _check_turn(turn: Any) -> int | None:
     return turn
 
 
-def session_injections(memories: "Memories", session_id: str, *, turn: int | None = None, all_turns: bool = False,
+def session_injections(memories: Memories, session_id: str, *, turn: int | None = None, all_turns: bool = False,
                        conn: psycopg.Connection | None = None) -> list[Injection]:
     """What a session's turn had injected: the records of `turn`, else (by default) of the last
     recorded turn, else with `all_turns` every record; oldest first."""
@@ -112,13 +114,13 @@ def session_injections(memories: "Memories", session_id: str, *, turn: int | Non
             if turn is None:
                 return []
         cur.execute(queries.query("session_injections"), (tenant, session_id, turn, turn))
-        return cur.fetchall()
+        return cast("list[Injection]", cur.fetchall())
 
 
-def memory_injections(memories: "Memories", memory_id: str, *,
+def memory_injections(memories: Memories, memory_id: str, *,
                       conn: psycopg.Connection | None = None) -> list[MemoryInjection]:
     """Every turn (of any session in this context) that a memory entered, oldest first."""
     check_id(memory_id, "memory id")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(MemoryInjection)) as cur:
         cur.execute(queries.query("memory_injections"), (memories.ctx.tenant, memory_id))
-        return cur.fetchall()
+        return cast("list[MemoryInjection]", cur.fetchall())

@@ -56,7 +56,7 @@ class InspectedMemory:
     injections: list[MemoryInjection] = field(default_factory=list)
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "InspectedMemory":
+    def from_row(cls, row: dict[str, Any]) -> InspectedMemory:
         provenance = row["provenance"] if isinstance(row["provenance"], dict) else None
         session = provenance.get("session_id") if provenance else None
         return cls(id=row["id"], kind=row["kind"], text=row["content"], origin=row["origin"],
@@ -75,7 +75,7 @@ class InspectedMemory:
         return out
 
 
-def inspect_memories(memories: "Memories", *, session_id: str | None = None, hot_only: bool = False,
+def inspect_memories(memories: Memories, *, session_id: str | None = None, hot_only: bool = False,
                      include_superseded: bool = False, limit: int = 100,
                      conn: psycopg.Connection | None = None) -> list[InspectedMemory]:
     """The context's live memories, newest first: of one session, only hot ones, superseded ones too."""
@@ -89,7 +89,7 @@ def inspect_memories(memories: "Memories", *, session_id: str | None = None, hot
         return [InspectedMemory.from_row(r) for r in cur.fetchall()]
 
 
-def inspect_memory(memories: "Memories", memory_id: str, *, conn: psycopg.Connection | None = None) -> InspectedMemory:
+def inspect_memory(memories: Memories, memory_id: str, *, conn: psycopg.Connection | None = None) -> InspectedMemory:
     """One live memory in full, with its ledger history and the turns it entered."""
     memory_id = check_id(memory_id, "memory id")
     row = memories.get_row(memory_id, conn=conn)

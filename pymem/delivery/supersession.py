@@ -17,7 +17,8 @@ erased memory never returns in a recall, a delivery, an export or the inspector.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -38,7 +39,7 @@ __all__ = ["supersede", "erase", "MAX_REASON"]
 MAX_REASON = 300
 
 
-def supersede(memories: "Memories", old_id: str, new_record: Mapping[str, Any] | str,
+def supersede(memories: Memories, old_id: str, new_record: Mapping[str, Any] | str,
               provenance: Provenance | Mapping[str, Any], *, policy: AdmissionPolicy | None = None,
               embedder: Embedder | None = None, conn: psycopg.Connection | None = None) -> dict[str, Any]:
     """Admit `new_record` as the successor of memory `old_id`; returns the admitted record."""
@@ -63,7 +64,7 @@ def supersede(memories: "Memories", old_id: str, new_record: Mapping[str, Any] |
     return out
 
 
-def erase(memories: "Memories", memory_id: str, reason: str, *, conn: psycopg.Connection | None = None) -> int:
+def erase(memories: Memories, memory_id: str, reason: str, *, conn: psycopg.Connection | None = None) -> int:
     """Erase a memory's content, record and embedding, keeping its hash; returns the ledger seq
     of the reason's event. NotFound when there is no live memory with that id this context may change."""
     memory_id = check_id(memory_id, "memory id")

@@ -23,14 +23,16 @@ every injection.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ..config import environment
 from ..errors import InvalidArguments
@@ -121,7 +123,7 @@ class TrustTiers:
             if not isinstance(rule, TierRule):
                 raise InvalidArguments(f"the rule for tier {str(key)[:40]} must be a TierRule")
             table[_tier(key)] = rule
-        for higher, lower in zip(TIER_ORDER, TIER_ORDER[1:]):
+        for higher, lower in itertools.pairwise(TIER_ORDER):
             if table[lower].weight > table[higher].weight:
                 raise InvalidArguments(f"tier {lower.value} cannot weigh more than {higher.value} "
                                        f"({table[lower].weight:g} > {table[higher].weight:g})")
@@ -136,7 +138,7 @@ class TrustTiers:
     def auto(self, tier: Tier | str) -> bool:
         return self.rule_for(tier).auto
 
-    def with_rules(self, **changes: Any) -> "TrustTiers":
+    def with_rules(self, **changes: Any) -> TrustTiers:
         """A new value with some tiers changed: a TierRule, a mapping of its fields, a number (the
         weight) or False (not injected automatically)."""
         table = dict(self.rules)
@@ -154,10 +156,11 @@ class TrustTiers:
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
                 table[tier] = replace(table[tier], weight=value)
             else:
-                raise InvalidArguments(f"the rule for tier {tier.value} must be a TierRule, a mapping, a weight or False")
+                raise InvalidArguments(f"the rule for tier {tier.value} must be a TierRule, a mapping, a weight or "
+                                       "False")
         return TrustTiers(table)
 
-    def exclude(self, *tiers: Tier | str) -> "TrustTiers":
+    def exclude(self, *tiers: Tier | str) -> TrustTiers:
         """A new value that injects none of `tiers` automatically."""
         return self.with_rules(**{_tier(t).value: False for t in tiers})
 
@@ -179,17 +182,19 @@ class TrustTiers:
         return f"TrustTiers(fingerprint={self.fingerprint!r})"
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, base: "TrustTiers | None" = None) -> "TrustTiers":
+    def from_json(cls, data: Mapping[str, Any], *, base: TrustTiers | None = None) -> TrustTiers:
         """From {"version": 1, "tiers": {"tool": {"weight": 0.5, "auto": false}}, "exclude": ["external"]}
         (all keys optional), applied over `base` (default: the defaults); `to_json`'s output is accepted."""
         if not isinstance(data, Mapping):
             raise InvalidArguments(f"trust tiers must be a JSON object, not {type(data).__name__}")
         unknown = sorted(str(k)[:40] for k in data if k not in ("version", "tiers", "exclude"))
         if unknown:
-            raise InvalidArguments(f"unknown trust tier key(s): {', '.join(unknown)}; expected: exclude, tiers, version")
+            raise InvalidArguments(f"unknown trust tier key(s): {', '.join(unknown)}; "
+                                   "expected: exclude, tiers, version")
         version = data.get("version", TIERS_FORMAT_VERSION)
         if version != TIERS_FORMAT_VERSION or isinstance(version, bool):
-            raise InvalidArguments(f"unsupported trust tiers version {version!r}; this pymem reads {TIERS_FORMAT_VERSION}")
+            raise InvalidArguments(f"unsupported trust tiers version {version!r}; this pymem reads "
+                                   f"{TIERS_FORMAT_VERSION}")
         tiers = base if base is not None else cls()
         rules = data.get("tiers", {})
         if not isinstance(rules, Mapping) or not all(isinstance(v, Mapping) for v in rules.values()):
@@ -202,7 +207,7 @@ class TrustTiers:
         return tiers.exclude(*exclude) if exclude else tiers
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> "TrustTiers":
+    def from_file(cls, path: str | os.PathLike[str]) -> TrustTiers:
         p = Path(path)
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
@@ -216,7 +221,7 @@ class TrustTiers:
             raise InvalidArguments(f"trust tiers file {str(p)!r}: {exc}") from None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "TrustTiers":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TrustTiers:
         """`PYMEM_TIERS_FILE` (JSON, see `from_json`) first, then `PYMEM_TIERS_EXCLUDE`
         (comma-separated tiers not injected automatically). Empty variables count as unset."""
         env = environment() if environ is None else environ

@@ -34,6 +34,7 @@ exactly for one model.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -49,11 +50,15 @@ UNDERCOUNT_MARGIN = 0.10
 
 # The 150 commonest letter pairs of English prose (counted once over English documentation text).
 _COMMON_PAIRS = frozenset(
-    "th in he re er on te or es en an le at se is al ti st nt de ed me ar et nd co to ng it ec io ne as ur ct "
-    "ma ra ri il tr ta fi tu ro ex li fo of ea pe ss ce ve am ns na be di ca if ll no si im nc ha om od un la "
-    "ac rn pa ou pr ul lo ot ts ad hi mp ic us ut wi ch rt ge um ue el po pl ci op ho rs em va mo ai cl pt xt "
-    "ef oc by rg ep ly ke ab su rr bl ck iv wh os lt ob fa lu ty sp ee ir fr do da so id gu ie rm ol ru bj up "
-    "ap ni ry fu je ls tl gi ip ow ag au ia qu yt cu sa nu mb".split())
+    ["th", "in", "he", "re", "er", "on", "te", "or", "es", "en", "an", "le", "at", "se", "is", "al", "ti", "st", "nt",
+     "de", "ed", "me", "ar", "et", "nd", "co", "to", "ng", "it", "ec", "io", "ne", "as", "ur", "ct", "ma", "ra", "ri",
+     "il", "tr", "ta", "fi", "tu", "ro", "ex", "li", "fo", "of", "ea", "pe", "ss", "ce", "ve", "am", "ns", "na", "be",
+     "di", "ca", "if", "ll", "no", "si", "im", "nc", "ha", "om", "od", "un", "la", "ac", "rn", "pa", "ou", "pr", "ul",
+     "lo", "ot", "ts", "ad", "hi", "mp", "ic", "us", "ut", "wi", "ch", "rt", "ge", "um", "ue", "el", "po", "pl", "ci",
+     "op", "ho", "rs", "em", "va", "mo", "ai", "cl", "pt", "xt", "ef", "oc", "by", "rg", "ep", "ly", "ke", "ab", "su",
+     "rr", "bl", "ck", "iv", "wh", "os", "lt", "ob", "fa", "lu", "ty", "sp", "ee", "ir", "fr", "do", "da", "so", "id",
+     "gu", "ie", "rm", "ol", "ru", "bj", "up", "ap", "ni", "ry", "fu", "je", "ls", "tl", "gi", "ip", "ow", "ag", "au",
+     "ia", "qu", "yt", "cu", "sa", "nu", "mb"])
 _PIECES = re.compile(r"([^\W\d_]+)|(\d+)|(\s+)|([^\w\s]|_)")
 _CASE_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
@@ -93,7 +98,7 @@ def _whitespace(run: str) -> int:
     last_newline = max(run.rfind("\n"), run.rfind("\r"))
     if last_newline >= 0 and len(run) - last_newline - 1 > 1:
         count += 1
-    return count + sum(1 for a, b in zip(run, run[1:]) if a != b and not (a in "\r\n" and b in "\r\n"))
+    return count + sum(1 for a, b in itertools.pairwise(run) if a != b and not (a in "\r\n" and b in "\r\n"))
 
 
 def _wide(char: str) -> int:

@@ -10,7 +10,8 @@ sessions, so it must not be able to speak to them.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from ..admission.scanning import instruction_shaped
 from ..errors import InvalidArguments
@@ -31,7 +32,7 @@ def first_user_message(messages: Sequence[Mapping[str, Any]]) -> str | None:
         if not isinstance(message, Mapping):
             raise InvalidArguments("messages must be a list of {\"role\", \"content\"} objects")
         if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return message["content"]
+            return cast("str | None", message["content"])
     return None
 
 

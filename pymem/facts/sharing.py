@@ -26,8 +26,9 @@ import dataclasses
 import datetime as _dt
 import time
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 import psycopg
 from psycopg import sql
@@ -63,7 +64,7 @@ class Fact:
     published_at: _dt.datetime
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Fact":
+    def from_row(cls, row: Mapping[str, Any]) -> Fact:
         record = row["record"] if isinstance(row["record"], Mapping) else {}
         return cls(id=row["id"], tag=str(record.get("tag", "")), key=str(record.get("key", "")),
                    value=row["content"] or "", scope=str(record.get("reach", "")), run_id=record.get("run_id"),
@@ -76,6 +77,10 @@ class Fact:
         return out
 
 
+@overload
+def _name(value: Any, what: str, limit: int) -> str: ...
+@overload
+def _name(value: Any, what: str, limit: int, *, required: bool) -> str | None: ...
 def _name(value: Any, what: str, limit: int, *, required: bool = True) -> str | None:
     if value is None and not required:
         return None
@@ -103,7 +108,7 @@ def _reader(ctx: Context, read_only_from_adapters: Sequence[str] | None) -> Cont
     return dataclasses.replace(ctx, read_adapters=tuple(dict.fromkeys(wanted)))
 
 
-def publish(memories: "Memories", tag: str, key: str, value: str, scope: str = "run", *, run_id: str | None = None,
+def publish(memories: Memories, tag: str, key: str, value: str, scope: str = "run", *, run_id: str | None = None,
             producer_task: str | None = None, conn: psycopg.Connection | None = None) -> Fact:
     """Publish a fact for the tasks of `run_id` (`scope="run"`, the default) or the whole tenant
     (`scope="tenant"`). Its adapter is the context's; its content hash the database's."""
@@ -143,7 +148,7 @@ def _read(conn: psycopg.Connection, tenant: str, tag: str, scope: str, run_id: s
         return [Fact.from_row(r) for r in cur.fetchall()]
 
 
-def subscribe(memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+def subscribe(memories: Memories, tag: str, scope: str = "run", *, run_id: str | None = None,
               read_only_from_adapters: Sequence[str] | None = None,
               conn: psycopg.Connection | None = None) -> list[Fact]:
     """The facts tagged `tag` of run `run_id` (or tenant-wide ones, `scope="tenant"`) that this
@@ -162,7 +167,7 @@ class FactStream:
     `next(timeout)`; `close()` it, or use it as a context manager. `notifications` counts what
     arrived, `ignored` what was not a fact this context may read."""
 
-    def __init__(self, memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+    def __init__(self, memories: Memories, tag: str, scope: str = "run", *, run_id: str | None = None,
                  read_only_from_adapters: Sequence[str] | None = None, existing: bool = True,
                  timeout: float | None = None):
         self.tag = _name(tag, "tag", MAX_TAG)
@@ -185,13 +190,13 @@ class FactStream:
         self._conn = db.connect(dsn, autocommit=True)
         try:
             with db.transaction(self._conn, self.ctx) as c:
-                channel = c.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone()[0]
+                channel = db.one(c.execute(queries.query("fact_channel"), (self.ctx.tenant,)).fetchone())[0]
             with db.translate_errors():
                 self._conn.execute(queries.template("listen", channel=sql.Identifier(channel)))
             # after LISTEN: where the chain ends now (facts after it are announced), then what was
             # published up to here (a fact of both is read once)
             with db.transaction(self._conn, self.ctx) as c:
-                self._cursor = int(c.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone()[0])
+                self._cursor = int(db.one(c.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone())[0])
                 self._pending = _read(c, self.ctx.tenant, self.tag, self.scope, self.run_id, None) if existing else []
         except Exception:
             self._conn.close()
@@ -202,7 +207,7 @@ class FactStream:
         """The facts chained after the cursor, up to where the chain ends now (which becomes the
         cursor): every later commit is chained after that point, so none is missed or read twice."""
         with db.transaction(self._conn, self.ctx) as c, c.cursor(row_factory=dict_row) as cur:
-            head = int(cur.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone()["seq"])
+            head = int(db.one(cur.execute(queries.query("fact_cursor"), (self.ctx.tenant,)).fetchone())["seq"])
             rows = cur.execute(queries.query("facts_between"),
                                (self.ctx.tenant, self._cursor, head, self.tag, self.scope, self.run_id)).fetchall()
         self._cursor = max(self._cursor, head)
@@ -234,14 +239,14 @@ class FactStream:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> "FactStream":
+    def __enter__(self) -> FactStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def follow(memories: "Memories", tag: str, scope: str = "run", *, run_id: str | None = None,
+def follow(memories: Memories, tag: str, scope: str = "run", *, run_id: str | None = None,
            read_only_from_adapters: Sequence[str] | None = None, existing: bool = True,
            timeout: float | None = None) -> FactStream:
     """A FactStream: `subscribe`'s facts (unless `existing=False`), then each new one as it is

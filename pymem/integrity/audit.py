@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from psycopg.rows import class_row
@@ -87,17 +87,17 @@ def _since(value: Any) -> _dt.datetime | None:
     if value is None:
         return None
     if isinstance(value, _dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=_dt.UTC)
     if isinstance(value, str):
         try:
             parsed = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             raise InvalidArguments(f"since must be an ISO 8601 time, got {value[:40]!r}") from None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.timezone.utc)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.UTC)
     raise InvalidArguments(f"since must be a datetime or an ISO 8601 string, not {type(value).__name__}")
 
 
-def refusals(memories: "Memories", *, since: Any = None, limit: int | None = 1000,
+def refusals(memories: Memories, *, since: Any = None, limit: int | None = 1000,
              conn: psycopg.Connection | None = None) -> list[Refusal]:
     """The context tenant's refusals (pymem.audit_refusals), oldest first: the most recent
     `limit` of those at or after `since` (a datetime or ISO 8601 string; naive means UTC)."""
@@ -106,13 +106,13 @@ def refusals(memories: "Memories", *, since: Any = None, limit: int | None = 100
         raise InvalidArguments("limit must be a positive integer")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(Refusal)) as cur:
         cur.execute(queries.query("refusals"), (memories.ctx.tenant, when, when, limit))
-        return cur.fetchall()
+        return cast("list[Refusal]", cur.fetchall())
 
 
-def history(memories: "Memories", memory_id: str, *, conn: psycopg.Connection | None = None) -> list[HistoryEvent]:
+def history(memories: Memories, memory_id: str, *, conn: psycopg.Connection | None = None) -> list[HistoryEvent]:
     """How a memory got here: its ledger events, oldest first, each with the memory's current
     origin, provenance, source adapter and policy fingerprint (pymem.memory_history). No content."""
     check_id(memory_id)
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(HistoryEvent)) as cur:
         cur.execute(queries.query("memory_history"), (memories.ctx.tenant, memory_id))
-        return cur.fetchall()
+        return cast("list[HistoryEvent]", cur.fetchall())

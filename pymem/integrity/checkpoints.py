@@ -20,9 +20,10 @@ import base64
 import datetime as _dt
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Protocol, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -65,7 +66,7 @@ class Checkpoint:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, data: Any) -> "Checkpoint":
+    def from_json(cls, data: Any) -> Checkpoint:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} record")
         fields = {k: data[k] for k in ("tenant", "seq", "chain_hash", "head_at", "taken_at", "database",
@@ -123,7 +124,7 @@ def open_sink(target: str | Path) -> CheckpointSink:
 
         for ep in entry_points(group=SINK_GROUP):
             if ep.name == scheme:
-                return ep.load()(rest)
+                return cast("CheckpointSink", ep.load()(rest))
         raise InvalidArguments(f"no checkpoint sink named {scheme!r} (entry-point group {SINK_GROUP})")
     return FileSink(text)
 
@@ -151,7 +152,7 @@ class CheckpointReport:
 
 
 def _iso(value: _dt.datetime) -> str:
-    return value.astimezone(_dt.timezone.utc).isoformat()
+    return value.astimezone(_dt.UTC).isoformat()
 
 
 def check_checkpoints(conn: psycopg.Connection, checkpoints: Iterable[Checkpoint], *, trusted_key: str,
@@ -175,7 +176,7 @@ def check_checkpoints(conn: psycopg.Connection, checkpoints: Iterable[Checkpoint
                 continue
             row = conn.execute(queries.query("ledger_entry_hash"), (cp.tenant, cp.seq), prepare=False).fetchone()
             if row is None:
-                last = conn.execute(queries.query("ledger_last_seq"), (cp.tenant,), prepare=False).fetchone()[0]
+                last = db.one(conn.execute(queries.query("ledger_last_seq"), (cp.tenant,), prepare=False).fetchone())[0]
                 findings.append(CheckpointFinding(
                     cp.tenant, cp.seq, f"chain truncated: the checkpoint at seq {cp.seq} (taken {cp.taken_at}) "
                                        f"is gone, the chain now ends at seq {last or 0}"))

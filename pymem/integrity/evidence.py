@@ -9,10 +9,11 @@ for every tenant.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -22,9 +23,12 @@ from .receipt_audit import ReceiptAudit, audit_receipts
 from .signing import load_key, load_or_create_key, load_public_hex, public_bytes
 from .verify import JOBS, VerifyReport, verify_store
 
+if TYPE_CHECKING:
+    from ..storage.store import Store
+
 
 @contextmanager
-def _connection(store, tenant: str | None) -> Iterator[psycopg.Connection]:
+def _connection(store: Store, tenant: str | None) -> Iterator[psycopg.Connection]:
     if tenant:
         with store.pool.connection() as conn:
             yield conn
@@ -60,7 +64,7 @@ class ChainAudit:
         return out
 
 
-def trusted_public_key(store, public_key: str | Path | None = None) -> str:
+def trusted_public_key(store: Store, public_key: str | Path | None = None) -> str:
     """The hex key checkpoints must carry: from `public_key` (a file of hex or PEM), else derived
     from the installation's signing key (PYMEM_SIGNING_KEY)."""
     if public_key is not None:
@@ -68,7 +72,7 @@ def trusted_public_key(store, public_key: str | Path | None = None) -> str:
     return load_key(store.settings.signing_key_path).public_hex
 
 
-def _receipt_key(store, public_key: str | Path | None) -> str | None:
+def _receipt_key(store: Store, public_key: str | Path | None) -> str | None:
     """The key receipts must be signed with: `public_key` if given, else the installation key
     file's (None when there is none: receipts then cannot be trusted)."""
     if public_key is not None or Path(store.settings.signing_key_path).expanduser().is_file():
@@ -76,7 +80,7 @@ def _receipt_key(store, public_key: str | Path | None) -> str | None:
     return None
 
 
-def audit_chain(store, tenant: str | None = None, *, independent: bool = False, checkpoints: str | None = None,
+def audit_chain(store: Store, tenant: str | None = None, *, independent: bool = False, checkpoints: str | None = None,
                 public_key: str | Path | None = None, jobs: int = JOBS) -> ChainAudit:
     """Verify the chain with the database's hash functions (on `jobs` connections, hashed in
     Python) and the convention receipts against their signatures and anchors (`public_key`, else
@@ -116,7 +120,7 @@ class AnchorResult:
                 "public_key": self.public_key}
 
 
-def anchor_store(store, checkpoints: str, tenant: str | None = None) -> AnchorResult:
+def anchor_store(store: Store, checkpoints: str, tenant: str | None = None) -> AnchorResult:
     """Sign each tenant's head with the installation's key (created on first use) and append it
     to `checkpoints`; nothing is signed when the chain no longer extends an earlier checkpoint."""
     key = load_or_create_key(store.settings.signing_key_path)

@@ -20,11 +20,12 @@ import datetime as _dt
 import hashlib
 import json
 import struct
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-_PG_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_PG_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.UTC)
 _MICRO = _dt.timedelta(microseconds=1)
 _NULL = b"\x00"
 _TEXT_OID = 25
@@ -187,7 +188,7 @@ def _json_string(value: str) -> str:
         if ch in _ESCAPES:
             out.append(_ESCAPES[ch])
         elif ch < " ":
-            out.append("\\u%04x" % ord(ch))
+            out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     out.append('"')

@@ -10,19 +10,20 @@ pymem.integrity.hashing turns each raw row into the bytes its hash covers.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from .. import queries
 from . import hashing
-from .streamed import FETCH, Entry, Row, verify_streamed
 from .reports import VerifyReport
+from .streamed import FETCH, Entry, Row, verify_streamed
 
 
-def _stream(conn: psycopg.Connection, text: str, params: tuple) -> Iterator[dict[str, Any]]:
+def _stream(conn: psycopg.Connection, text: str, params: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
     with conn.cursor(name="pymem_verify_raw", row_factory=dict_row) as cur:
         cur.itersize = FETCH
         cur.execute(text, params)
@@ -32,6 +33,11 @@ def _stream(conn: psycopg.Connection, text: str, params: tuple) -> Iterator[dict
 
 def _vector(text: str | None) -> list[float] | None:
     return None if text is None else [float(x) for x in text.strip("[]").split(",")]
+
+
+def _rehashes(row: dict[str, Any], stored: bytes) -> Callable[[int], bool | None]:
+    """A row's `hashes`: its content re-hashed here under a version, compared with the stored hash."""
+    return lambda version: hashing.content_hash_of(version, row) == stored
 
 
 class PythonBytes:
@@ -50,8 +56,7 @@ class PythonBytes:
         for m in _stream(conn, queries.query("raw_memories"), (tenant, low, low, high, high)):
             stored = bytes(m["content_hash"])
             row = dict(m, embedding=_vector(m["embedding"]))
-            yield Row(m["id"], m["revision"], m["erased_at"] is not None, stored,
-                      lambda version, row=row, stored=stored: hashing.content_hash_of(version, row) == stored)
+            yield Row(m["id"], m["revision"], m["erased_at"] is not None, stored, _rehashes(row, stored))
 
 
 def verify_independently(conn: psycopg.Connection, tenant: str | None = None) -> VerifyReport:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class TenantVerification:
         return self.problem is None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "TenantVerification":
+    def from_row(cls, row: Mapping[str, Any]) -> TenantVerification:
         """From a row of pymem.verify_chain, by column name (tenant_id is `tenant` here)."""
         values = dict(row)
         values["tenant"] = values.pop("tenant_id")
@@ -54,7 +55,7 @@ class VerifyReport:
     def first_problem(self) -> TenantVerification | None:
         return next((t for t in self.tenants if not t.clean), None)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "clean": self.clean,
             "entries": self.entries,

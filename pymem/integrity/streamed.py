@@ -24,12 +24,14 @@ function, so a function replaced inside the database cannot vouch for itself.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import queue
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -99,14 +101,19 @@ class DatabaseBytes:
         for mid, rev, erased, content_hash, data in _stream(
                 conn, queries.query("memory_bytes"), (tenant, low, low, high, high)):
             ok = None if data is None else hashlib.sha256(data).digest() == content_hash
-            yield Row(mid, rev, erased, content_hash, lambda version, ok=ok: ok if version == 2 else None)
+            yield Row(mid, rev, erased, content_hash, _v2_only(ok))
 
     def failing_v1(self, conn: psycopg.Connection, tenant: str, ids: list[str]) -> set[str]:
         """Hash version 1 is checked by the database (rows the re-hash migration left as they were)."""
         return {r[0] for r in conn.execute(queries.query("memories_failing_v1"), (tenant, ids), prepare=False)}
 
 
-def _stream(conn: psycopg.Connection, text: str, params: tuple) -> Iterator[tuple]:
+def _v2_only(ok: bool | None) -> Callable[[int], bool | None]:
+    """A row's `hashes` when only hash version 2 was re-computed here (`ok`); other versions: None."""
+    return lambda version: ok if version == 2 else None
+
+
+def _stream(conn: psycopg.Connection, text: str, params: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
     """Rows of a query through a server-side cursor (binary), FETCH at a time."""
     with conn.cursor(name="pymem_verify", binary=True) as cur:
         cur.itersize = FETCH
@@ -115,7 +122,7 @@ def _stream(conn: psycopg.Connection, text: str, params: tuple) -> Iterator[tupl
             yield from rows
 
 
-def _first_fault(a: tuple | None, b: tuple | None) -> tuple | None:
+def _first_fault(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     """The earlier of two faults, each (order key, ...) or None."""
     return a if b is None or (a is not None and a[0] <= b[0]) else b
 
@@ -125,12 +132,12 @@ class _Part:
     """What one range found: filled by a worker thread, merged by the main thread."""
 
     count: int = 0
-    fault: tuple | None = None
+    fault: tuple[Any, ...] | None = None
     last_event: dict[str, tuple[int, str, bytes | None, int | None, int]] = field(default_factory=dict)
     last_entry: Entry | None = None
-    deferred: list[tuple[Row, tuple]] = field(default_factory=list)
+    deferred: list[tuple[Row, tuple[Any, ...]]] = field(default_factory=list)
 
-    def row_found(self, last: tuple | None, memory_id: str, problem: str) -> None:
+    def row_found(self, last: tuple[Any, ...] | None, memory_id: str, problem: str) -> None:
         seq = last[0] if last else None
         # pymem.verify_chain orders row faults by the latest event's seq, rows without one first, then id
         self.fault = _first_fault(self.fault, ((seq is not None, seq or 0, memory_id), seq, memory_id, problem))
@@ -146,11 +153,11 @@ class _Tenant:
     entries: int = 0
     head_seq: int | None = None
     last_chain: bytes | None = None  # chain_hash of the entry at head_seq
-    chain_fault: tuple | None = None  # (seq for ordering, bad seq, memory id, problem)
+    chain_fault: tuple[Any, ...] | None = None  # (seq for ordering, bad seq, memory id, problem)
     last_event: dict[str, tuple[int, str, bytes | None, int | None, int]] = field(default_factory=dict)
     rows_checked: int = 0
-    row_fault: tuple | None = None  # (order key, last seq, memory id, problem)
-    deferred: list[tuple[Row, tuple]] = field(default_factory=list)
+    row_fault: tuple[Any, ...] | None = None  # (order key, last seq, memory id, problem)
+    deferred: list[tuple[Row, tuple[Any, ...]]] = field(default_factory=list)
     pending: int = 0
 
     def merge_ledger(self) -> None:
@@ -178,7 +185,7 @@ def _check_entries(name: str, entries: Iterator[Entry], low: int | None) -> _Par
     expected_seq, expected_prev = (1, hashing.genesis_hash(name)) if low is None else (low - 1, None)
     overlap = low is not None
     for e in entries:
-        if overlap:
+        if overlap and low is not None:
             overlap = False
             if e.seq == low - 1:
                 expected_seq, expected_prev = low, e.chain_hash
@@ -225,7 +232,7 @@ def _check_rows(t: _Tenant, rows: Iterator[Row]) -> _Part:
     return part
 
 
-def _check_against_event(part: _Part, r: Row, last: tuple) -> None:
+def _check_against_event(part: _Part, r: Row, last: tuple[Any, ...]) -> None:
     if last[2] is not None and r.content_hash != last[2]:
         part.row_found(last, r.id, LEDGER_HASH)
     elif r.revision != last[3]:
@@ -235,7 +242,7 @@ def _check_against_event(part: _Part, r: Row, last: tuple) -> None:
 def _report(t: _Tenant, head: tuple[int, bytes] | None) -> TenantVerification:
     head_hash = bytes(head[1]) if head else None
 
-    def report(bad_seq=None, bad_id=None, problem=None) -> TenantVerification:
+    def report(bad_seq: int | None = None, bad_id: str | None = None, problem: str | None = None) -> TenantVerification:
         return TenantVerification(tenant=t.name, entries=t.entries, rows_checked=t.rows_checked,
                                   head_seq=t.head_seq, head_hash=head_hash.hex() if head_hash is not None else None,
                                   bad_seq=bad_seq, bad_memory_id=bad_id, problem=problem)
@@ -256,8 +263,8 @@ def _ranges(count: int) -> list[tuple[int | None, int | None]]:
     """Seq ranges [low, high] covering 1..count in RANGE-sized parts; the first is open below and
     the last open above, so an entry outside the expected numbers is still read."""
     parts = max(1, -(-count // RANGE))
-    bounds = [1 + i * count // parts for i in range(parts)] + [None]
-    return [(None if i == 0 else bounds[i], None if bounds[i + 1] is None else bounds[i + 1] - 1)
+    bounds = [1 + i * count // parts for i in range(parts)]
+    return [(None if i == 0 else bounds[i], None if i == parts - 1 else bounds[i + 1] - 1)
             for i in range(parts)]
 
 
@@ -266,14 +273,14 @@ class _Connections:
 
     def __init__(self, stack: ExitStack, connect: Callable[[], Any], jobs: int, ctx: Context | None):
         self.free: queue.Queue[psycopg.Connection] = queue.Queue()
-        self.first: psycopg.Connection | None = None
+        first: psycopg.Connection | None = None
         snapshot = None
         for _ in range(max(1, jobs)):
             conn = stack.enter_context(connect())
             stack.enter_context(conn.transaction())
             conn.execute(queries.query("repeatable_read"))
-            if self.first is None:
-                self.first = conn
+            if first is None:
+                first = conn
                 if jobs > 1:
                     snapshot = conn.execute(queries.query("export_snapshot")).fetchone()[0]
             else:
@@ -281,6 +288,8 @@ class _Connections:
             if ctx is not None:
                 db.set_context(conn, ctx)
             self.free.put(conn)
+        assert first is not None  # the loop runs at least once
+        self.first: psycopg.Connection = first
 
     def run(self, job: Callable[[psycopg.Connection], Any]) -> Any:
         conn = self.free.get()
@@ -299,7 +308,7 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
         stack.enter_context(db.translate_errors())
         conns = _Connections(stack, connect, jobs, ctx)
         first = conns.first
-        if ctx is not None and not first.execute(queries.query("context_is_whole_tenant")).fetchone()[0]:
+        if ctx is not None and not db.one(first.execute(queries.query("context_is_whole_tenant")).fetchone())[0]:
             raise AccessDenied("verifying a tenant's chain needs a whole-tenant context (no scope, no read allow-list)")
         sizes = first.execute(queries.query("verify_sizes"), (tenant, tenant)).fetchall()
         heads = {t: None if seq is None else (seq, chain) for t, seq, chain, _ in sizes}
@@ -307,7 +316,7 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
         todo = [_Tenant(t, _ranges(seq or 0)) for t, seq, _, _ in sizes]
         results: dict[str, TenantVerification] = {}
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            running: dict[Future, tuple[str, _Tenant, Any]] = {}
+            running: dict[Future[Any], tuple[str, _Tenant, Any]] = {}
 
             def submit(kind: str, t: _Tenant, key: Any, job: Callable[[psycopg.Connection], Any]) -> None:
                 t.pending += 1
@@ -316,14 +325,19 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
             def start(t: _Tenant) -> None:
                 for low, high in t.ledger_ranges:
                     # a range after the first reads from the entry before it (see _check_entries)
-                    submit("ledger", t, low, lambda c, t=t, low=low, high=high:
-                           _check_entries(t.name, encoder.entries(c, t.name, None if low is None else low - 1, high),
-                                          low))
+                    def ledger(c: psycopg.Connection, t: _Tenant = t, low: int | None = low,
+                               high: int | None = high) -> _Part:
+                        return _check_entries(t.name,
+                                              encoder.entries(c, t.name, None if low is None else low - 1, high),
+                                              low)
+                    submit("ledger", t, low, ledger)
 
             def check_rows(t: _Tenant) -> None:
                 for low, high in row_ranges[t.name]:
-                    submit("rows", t, low, lambda c, t=t, low=low, high=high:
-                           _check_rows(t, encoder.rows(c, t.name, low, high)))
+                    def rows(c: psycopg.Connection, t: _Tenant = t, low: str | None = low,
+                             high: str | None = high) -> _Part:
+                        return _check_rows(t, encoder.rows(c, t.name, low, high))
+                    submit("rows", t, low, rows)
 
             queued = list(todo)
             while queued or running:
@@ -343,13 +357,17 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                     t.merge_rows()
                     if t.deferred:
                         deferred, t.deferred = t.deferred, []
-                        submit("rows", t, None, lambda c, t=t, deferred=deferred: _check_v1(t, encoder, c, deferred))
+
+                        def v1(c: psycopg.Connection, t: _Tenant = t,
+                               deferred: list[tuple[Row, tuple[Any, ...]]] = deferred) -> _Part:
+                            return _check_v1(t, encoder, c, deferred)
+                        submit("rows", t, None, v1)
                     else:
                         results[t.name] = _report(t, heads[t.name])
     return VerifyReport(tenants=[results[t] for t, _, _, _ in sizes], seconds=time.perf_counter() - started)
 
 
-def _check_v1(t: _Tenant, encoder: Any, conn: psycopg.Connection, deferred: list[tuple[Row, tuple]]) -> _Part:
+def _check_v1(t: _Tenant, encoder: Any, conn: psycopg.Connection, deferred: list[tuple[Row, tuple[Any, ...]]]) -> _Part:
     part = _Part()
     failing = encoder.failing_v1(conn, t.name, [r.id for r, _ in deferred])
     for r, last in deferred:
@@ -363,13 +381,13 @@ def _check_v1(t: _Tenant, encoder: Any, conn: psycopg.Connection, deferred: list
 def _id_ranges(conn: psycopg.Connection, tenant: str, rows: int) -> list[tuple[str | None, str | None]]:
     """Id ranges [low, high) of about RANGE rows each; the first open below, the last open above."""
     parts = max(1, -(-rows // RANGE))
-    cuts = []
+    cuts: list[str] = []
     for i in range(1, parts):
         row = conn.execute(queries.query("memory_id_at"), (tenant, i * rows // parts)).fetchone()
         if row is not None and (not cuts or row[0] > cuts[-1]):
             cuts.append(row[0])
     bounds: Sequence[str | None] = [None, *cuts, None]
-    return list(zip(bounds[:-1], bounds[1:]))
+    return list(itertools.pairwise(bounds))
 
 
 __all__ = ["DatabaseBytes", "Entry", "Row", "verify_streamed", "RANGE"]

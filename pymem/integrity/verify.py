@@ -8,6 +8,7 @@ Python on several connections (pymem.integrity.streamed).
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.rows import dict_row
@@ -17,6 +18,9 @@ from ..context import Context
 from .reports import TenantVerification, VerifyReport
 from .streamed import DatabaseBytes, verify_streamed
 
+if TYPE_CHECKING:
+    from ..storage.store import Store
+
 
 def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyReport:
     """Verify one tenant (with a tenant context) or every tenant (needs pymem_auditor).
@@ -24,9 +28,8 @@ def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyR
     `conn` is an app connection when `tenant` is given, else an auditor or admin connection.
     """
     started = time.perf_counter()
-    with db.own_transaction(conn, Context(tenant=tenant) if tenant else None):
-        with conn.cursor(row_factory=dict_row) as cur:
-            rows = cur.execute(queries.query("verify_chain"), (tenant,), prepare=False).fetchall()
+    with db.own_transaction(conn, Context(tenant=tenant) if tenant else None), conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(queries.query("verify_chain"), (tenant,), prepare=False).fetchall()
     tenants = [TenantVerification.from_row(r) for r in rows]
     return VerifyReport(tenants=tenants, seconds=time.perf_counter() - started)
 
@@ -36,7 +39,7 @@ def verify_chain(conn: psycopg.Connection, tenant: str | None = None) -> VerifyR
 JOBS = 2
 
 
-def verify_store(store, tenant: str | None = None, *, jobs: int = JOBS) -> VerifyReport:
+def verify_store(store: Store, tenant: str | None = None, *, jobs: int = JOBS) -> VerifyReport:
     """Verify one tenant (on app connections, with its context) or every tenant (administrative
     connections): the checks of pymem.verify_chain, with the bytes each hash covers streamed from
     the database's own hash functions and hashed in Python, on `jobs` connections that read one

@@ -18,7 +18,8 @@ query `langgraph_items` (sql/queries.sql) evaluates them, so every search keeps 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import InvalidArguments
 
@@ -69,11 +70,11 @@ def _matching(path: list[str], expected: Any, out: list[dict[str, Any]]) -> None
         for key, value in expected.items():
             if not isinstance(key, str):
                 raise InvalidArguments(f"filter {where} has a key that is not a string")
-            _matching(path + [key], value, out)
+            _matching([*path, key], value, out)
     elif isinstance(expected, (list, tuple)):
         out.append({"path": path, "op": "array", "value": len(expected)})
         for i, value in enumerate(expected):
-            _matching(path + [str(i)], value, out)
+            _matching([*path, str(i)], value, out)
     else:
         out.append({"path": path, "op": "eq", "value": _json(expected, where)})
 

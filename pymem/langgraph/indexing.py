@@ -15,7 +15,8 @@ item by its best one). An item with one text, the common case, is stored as that
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langgraph.store.base import ensure_embeddings, get_text_at_path, tokenize_path
 
@@ -30,7 +31,7 @@ class _EmbedderFunction:
     def __init__(self, embedder: Any):
         self.embedder = embedder
 
-    def __call__(self, texts: list[str]) -> list[list[float]]:
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(v) for v in self.embedder.embed(list(texts))]
 
 

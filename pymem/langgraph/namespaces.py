@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..vocabulary import canonical_json
 
@@ -82,9 +83,9 @@ def _matches_one(match_type: str, path: Sequence[str], namespace: tuple[str, ...
     if len(namespace) < len(path):
         return False
     if match_type == "prefix":
-        pairs = zip(namespace, path)
+        pairs = zip(namespace, path, strict=False)
     elif match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path))
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
     else:
         raise ValueError(f"unsupported namespace match type {match_type!r}: expected prefix or suffix")
     return all(p == WILDCARD or label == p for label, p in pairs)

@@ -23,7 +23,8 @@ import datetime as _dt
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..admission.policy import AdmissionPolicy
 from ..admission.trust import AdapterTrustPolicy
@@ -117,6 +118,6 @@ def believed(row: SearchHit, record: Mapping[str, Any], policy: AdmissionPolicy,
             if found is not None:
                 return found
     verdict = isinstance(judge_hit(judged, policy, trust), RecalledMemory)
-    if key is not None:
+    if cache is not None and key is not None:
         cache.put(key, verdict)
     return verdict

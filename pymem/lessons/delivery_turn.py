@@ -14,7 +14,8 @@ token counter: delivery itself cannot import lessons without a cycle between the
 from __future__ import annotations
 
 import datetime as _dt
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["deliver_with_lessons"]
 
 
-def deliver_with_lessons(memories: "Memories", session_id: str, query: str | None,
+def deliver_with_lessons(memories: Memories, session_id: str, query: str | None,
                          lesson_tags: Iterable[str] | None = None, *, role: str | None = None,
                          lesson_limit: int = DEFAULT_LIMIT, policy: AdmissionPolicy | None = None,
                          trust: AdapterTrustPolicy | None = None, guard: Any = None,

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -37,13 +38,12 @@ from psycopg.types.json import Jsonb
 from .. import queries
 from ..admission.gate import Screened, screen
 from ..admission.policy import AdmissionPolicy
-from ..admission.provenance import Provenance
+from ..admission.provenance import Origin, Provenance
 from ..context import Context
 from ..delivery.envelope import STALE_AFTER_DAYS
 from ..embedder import Embedder
 from ..errors import InvalidArguments, RevisionMismatch
-from ..vocabulary import (LESSON_KIND, LESSON_TYPES, MAX_NAME, MAX_TAG, MAX_TAGS, ORIGINS,
-                          is_plain_text)
+from ..vocabulary import LESSON_KIND, LESSON_TYPES, MAX_NAME, MAX_TAG, MAX_TAGS, ORIGINS, is_plain_text
 from .similarity import is_near_duplicate, normalise_tags, tag_similarity, word_similarity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,13 +159,13 @@ def check_lesson(content: Any, tags: Any, memory_type: Any, confidence: Any = No
             float(confidence) if confidence is not None else None, _check_name(source_task, "source task"))
 
 
-def _check_origin(origin: Any) -> str:
+def _check_origin(origin: Any) -> Origin:
     if not isinstance(origin, str) or origin not in ORIGINS:
         raise InvalidArguments(f"origin must be one of {', '.join(ORIGINS)}")
-    return origin
+    return Origin(origin)
 
 
-def screen_lesson(memories: "Memories", content: str, tags: list[str], memory_type: str, confidence: float | None,
+def screen_lesson(memories: Memories, content: str, tags: list[str], memory_type: str, confidence: float | None,
                   source_task: str | None, *, origin: str = DEFAULT_ORIGIN, extra: Mapping[str, Any] | None = None,
                   policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
                   conn: psycopg.Connection | None = None) -> Screened:
@@ -188,7 +188,7 @@ def lock_for_filing(conn: psycopg.Connection, name: str, timeout_ms: int) -> Non
     conn.execute(queries.query("lock_for_filing"), (name, timeout_ms))
 
 
-def write_lesson(memories: "Memories", conn: psycopg.Connection, screened: Screened) -> FiledLesson:
+def write_lesson(memories: Memories, conn: psycopg.Connection, screened: Screened) -> FiledLesson:
     """Merge a screened lesson into its near-duplicate, or insert it, on `conn` (whose transaction
     carries the context): the lock, the check and the write in that one transaction."""
     ctx: Context = memories.ctx
@@ -221,7 +221,7 @@ def write_lesson(memories: "Memories", conn: psycopg.Connection, screened: Scree
                        word_similarity=float(word_similarity(best["content"] or "", content)))
 
 
-def file_lesson(memories: "Memories", content: str, tags: Iterable[str], memory_type: str,
+def file_lesson(memories: Memories, content: str, tags: Iterable[str], memory_type: str,
                 confidence: float | None = None, source_task: str | None = None, *, origin: str = DEFAULT_ORIGIN,
                 policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
                 conn: psycopg.Connection | None = None) -> FiledLesson:
@@ -250,7 +250,7 @@ def _check_now(now: Any) -> _dt.datetime | None:
     return now
 
 
-def list_lessons(memories: "Memories", *, memory_type: str | None = None, tag: str | None = None, limit: int = 100,
+def list_lessons(memories: Memories, *, memory_type: str | None = None, tag: str | None = None, limit: int = 100,
                  now: _dt.datetime | None = None, conn: psycopg.Connection | None = None) -> list[Lesson]:
     """The context's lessons, last filed first, each with its confidence decayed to `now` (default:
     the database's clock). Reading changes nothing."""

@@ -28,8 +28,9 @@ import datetime as _dt
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -161,7 +162,7 @@ def _lesson(row: Mapping[str, Any], kept: RecalledMemory, task_tags: tuple[str, 
                            version=row["version"], score=rank_score(row["tags"], task_tags, confidence))
 
 
-def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | None = None,
+def lessons_for_task(memories: Memories, tags: Iterable[str], *, role: str | None = None,
                      limit: int = DEFAULT_LIMIT, budget: int = DEFAULT_BUDGET,
                      excluded: Iterable[str] | None = None, policy: AdmissionPolicy | None = None,
                      trust: AdapterTrustPolicy | None = None, guard: Any = None,
@@ -203,7 +204,8 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
     key = None
     if cache is not None and guard is None:
         key = (memories.store.endpoints.app, ctx.tenant, ctx.adapter, tuple(sorted(ctx.scope.items())),
-               ctx.read_adapters, role, task_tags, limit, budget, counter.name, policy.fingerprint, trust, now, session_id)
+               ctx.read_adapters, role, task_tags, limit, budget, counter.name, policy.fingerprint, trust, now,
+               session_id)
         found = cache.get(key)
         if found is not None:
             return found
@@ -214,7 +216,8 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
             if session_row(c, ctx.tenant, session_id) is None:
                 raise UnknownSession(f"unknown session {session_id[:100]!r}: never started in this tenant "
                                      "(or not visible here)")
-            cur.execute(queries.query("session_lessons"), (session_id, list(task_tags), min(1000, 10 * limit + 20), now))
+            cur.execute(queries.query("session_lessons"),
+                        (session_id, list(task_tags), min(1000, 10 * limit + 20), now))
         else:
             cur.execute(queries.query("lessons_for_task"),
                         (now, ctx.tenant, list(task_tags), list(task_tags), min(1000, 10 * limit + 20)))
@@ -232,7 +235,7 @@ def lessons_for_task(memories: "Memories", tags: Iterable[str], *, role: str | N
     result = LessonsForTask(tags=task_tags, role=role, lessons=fitted.lessons, text=fitted.text, tokens=fitted.tokens,
                             budget=budget, truncated=fitted.omitted, counter=counter.name, candidates=len(rows),
                             withheld=withheld)
-    if key is not None:
+    if cache is not None and key is not None:
         cache.put(key, result)
     return result
 

@@ -20,8 +20,8 @@ share as many.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Iterable
 
 __all__ = ["TAG_THRESHOLD", "WORD_THRESHOLD", "normalise_tag", "normalise_tags", "words", "jaccard",
            "tag_similarity", "word_similarity", "is_near_duplicate", "shared_tags", "rank_score"]

@@ -12,8 +12,8 @@ import sys
 
 from ..config import Settings
 from ..context import Context
-from ..storage.store import Store
 from ..service.verbs import Service
+from ..storage.store import Store
 from .server import build_mcp_server, fixed_identity
 
 __all__ = ["serve_mcp_stdio"]

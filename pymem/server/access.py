@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from typing import cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -18,7 +19,7 @@ log = logging.getLogger("pymem.server.access")
 
 
 def request_id(scope: Scope) -> str:
-    return scope.setdefault("state", {}).setdefault("request_id", uuid.uuid4().hex)
+    return cast("str", scope.setdefault("state", {}).setdefault("request_id", uuid.uuid4().hex))
 
 
 class AccessLog:

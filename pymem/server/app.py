@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import anyio.to_thread
 from starlette.applications import Starlette
@@ -35,14 +36,15 @@ from starlette.routing import Route
 
 from ..admission import offload
 from ..config import Settings
+from ..context import Context
 from ..embedder import Embedder
 from ..mcp.server import build_mcp_server, identity_from_request
-from ..storage.store import Store
 from ..service.auth import TokenVerifier
 from ..service.limits import default_heavy_calls, default_per_tenant, service_settings
 from ..service.readiness import PROBE_INTERVAL, Readiness
 from ..service.verbs import Service
 from ..service.wire import ProtocolError
+from ..storage.store import Store
 from .access import AccessLog, request_id
 from .openapi import openapi_document
 from .requests import DEFAULT_MAX_BODY, bearer_token, parse_envelope, parse_json, read_body
@@ -127,17 +129,17 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
                                       max_request_body_size=max_body, host=host)
     document = json_bytes(openapi_document())
 
-    async def authenticated(request: Request, work) -> Response:
+    async def authenticated(request: Request, work: Callable[[Context], Awaitable[Response]]) -> Response:
         rid = request_id(request.scope)
         try:
             ctx = tokens.verify(bearer_token(request))
             request.state.tenant = ctx.tenant
             return await work(ctx)
-        except Exception as exc:  # every failure becomes an error envelope, internals never leave
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an error envelope, internals never leave
             return error_response(exc, rid, f"{request.method} {request.url.path}")
 
     async def call(request: Request) -> Response:
-        async def work(ctx) -> Response:
+        async def work(ctx: Context) -> Response:
             service = runtime.get()
             service.limits.check(ctx.tenant)  # a tenant at its limit is refused before its body is read
             body = await read_body(request, max_body)
@@ -146,7 +148,7 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
         return await authenticated(request, work)
 
     async def handshake(request: Request) -> Response:
-        async def work(ctx) -> Response:
+        async def work(ctx: Context) -> Response:
             raw = await read_body(request, max_body, required=False)
             body = parse_json(raw) if raw is not None else None
             if body is not None and (not isinstance(body, dict) or set(body) - {"protocols"}):

@@ -72,7 +72,7 @@ def _ok(result: s.Schema, description: str) -> dict[str, Any]:
 
 def openapi_document() -> dict[str, Any]:
     verbs = [VERBS[name] for name in VERBS]
-    secured = [{"bearer": []}]
+    secured: list[dict[str, list[str]]] = [{"bearer": []}]
     status_doc = {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}
     return {
         "openapi": "3.1.0",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, overload
 
 from starlette.requests import Request
 
@@ -31,6 +31,10 @@ def bearer_token(request: Request) -> str | None:
     return token.strip() or None
 
 
+@overload
+async def read_body(request: Request, limit: int) -> bytes: ...
+@overload
+async def read_body(request: Request, limit: int, *, required: bool) -> bytes | None: ...
 async def read_body(request: Request, limit: int, *, required: bool = True) -> bytes | None:
     """The body's bytes, at most `limit`, sent as application/json; None for an empty body when not
     `required`. Parsing is left to the caller (off the event loop for a large body)."""

@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -135,18 +136,18 @@ class TokenVerifier:
     leeway: int = LEEWAY_SECONDS
 
     @classmethod
-    def hs256(cls, secret: str | bytes, *, audience: str | None = None, issuer: str | None = None) -> "TokenVerifier":
+    def hs256(cls, secret: str | bytes, *, audience: str | None = None, issuer: str | None = None) -> TokenVerifier:
         return cls("HS256", _secret(secret), audience or None, issuer or None)
 
     @classmethod
     def public_key(cls, pem: str | bytes, *, audience: str | None = None,
-                   issuer: str | None = None) -> "TokenVerifier":
+                   issuer: str | None = None) -> TokenVerifier:
         """RS256 or EdDSA, from the issuer's public key (PEM text or a file holding it)."""
         key = _public_key(pem)
         return cls(_algorithm_for(key, "PYMEM_JWT_PUBLIC_KEY"), key, audience or None, issuer or None)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "TokenVerifier":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TokenVerifier:
         """PYMEM_JWT_KEY (HS256) or PYMEM_JWT_PUBLIC_KEY (RS256/EdDSA), PYMEM_JWT_AUDIENCE, PYMEM_JWT_ISSUER.
 
         Refuses to build without a key, with a short secret, or with both kinds of key set.

@@ -15,6 +15,7 @@ the dead connections the pool still holds and the service reconnects by itself.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -83,7 +84,7 @@ class Readiness:
         while not self._stop.wait(self.interval):
             try:
                 self.probe()
-            except Exception:  # noqa: BLE001 - the probe must outlive anything one probe meets
+            except Exception:
                 log.exception("the readiness probe failed unexpectedly")
 
     def probe(self) -> dict[str, Any]:
@@ -117,6 +118,8 @@ class Readiness:
             return status.unreachable(self.store.embedding_dim, exc)
 
     def _restart(self) -> dict[str, Any] | None:
+        if self._home is None:  # not an embedded store: nothing to start
+            return None
         log.warning("the embedded Postgres in %s is not running: starting it again", self._home)
         try:
             embedded.restart(self._home)
@@ -134,14 +137,12 @@ class Readiness:
         """The pool's idle connections predate the outage: check them (dead ones are replaced)."""
         try:
             self.store.pool.check()
-        except Exception:  # noqa: BLE001 - the next checkout finds out anyway
+        except Exception:
             log.warning("checking the pool's connections failed", exc_info=True)
         self.store.statements.discard_idle()
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken connection may raise anything
                 conn.close()
-            except Exception:  # noqa: BLE001
-                pass

@@ -15,8 +15,19 @@ from ..lessons.selection import DEFAULT_BUDGET as LESSON_BUDGET
 from ..lessons.selection import DEFAULT_LIMIT as LESSON_LIMIT
 from ..storage.idempotency import CLASSES
 from ..storage.memories import MAX_BATCH, MAX_IDS, MAX_LIST
-from ..vocabulary import (FACT_SCOPES, LESSON_TYPES, MAX_ID, MAX_IDEMPOTENCY_KEY, MAX_NAME, MAX_REFUSAL_REASON, MAX_TAG,
-                          MAX_TAGS, MAX_TOP_K, ORIGINS, SURFACES)
+from ..vocabulary import (
+    FACT_SCOPES,
+    LESSON_TYPES,
+    MAX_ID,
+    MAX_IDEMPOTENCY_KEY,
+    MAX_NAME,
+    MAX_REFUSAL_REASON,
+    MAX_TAG,
+    MAX_TAGS,
+    MAX_TOP_K,
+    ORIGINS,
+    SURFACES,
+)
 
 Schema = dict[str, Any]
 
@@ -106,7 +117,8 @@ KEPT: Schema = {"type": "object", "required": ["id", "content", "score", "origin
 WITHHELD: Schema = {"type": "object", "required": ["id", "reason"], "properties": {
     "id": {"type": "string"}, "reason": {"type": "string"}, "signature": nullable({"type": "string"})},
     "description": "a hit that was not returned, and why; never its content"}
-RECALLED: Schema = {"type": "object", "required": ["kept", "withheld", "policy_fingerprint", "candidates"], "properties": {
+RECALLED: Schema = {"type": "object", "required": ["kept", "withheld", "policy_fingerprint", "candidates"],
+                    "properties": {
     "kept": {"type": "array", "items": KEPT}, "withheld": {"type": "array", "items": WITHHELD},
     "policy_fingerprint": {"type": "string"}, "candidates": {"type": "integer"}}}
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import psycopg
 from psycopg_pool import PoolTimeout
@@ -65,39 +66,39 @@ class Verb:
     keyed: bool = False  # takes the envelope's idempotency_key, which is then required
 
 
-def _remember(mem: Memories, svc: "Service", record: Any, provenance: Any) -> dict[str, Any]:
+def _remember(mem: Memories, svc: Service, record: Any, provenance: Any) -> dict[str, Any]:
     return admit(mem, record, provenance, embedder=svc.embedder)
 
 
-def _recall(mem: Memories, svc: "Service", query: Any, top_k: int = 5, scope_filter: Any = None) -> dict[str, Any]:
+def _recall(mem: Memories, svc: Service, query: Any, top_k: int = 5, scope_filter: Any = None) -> dict[str, Any]:
     return recall(mem, query, top_k=top_k, scope_filter=scope_filter, embedder=svc.embedder).to_json()
 
 
-def _start_session(mem: Memories, svc: "Service", session_id: str, surface: str, incognito: bool = False,
+def _start_session(mem: Memories, svc: Service, session_id: str, surface: str, incognito: bool = False,
                    first_message: str | None = None) -> dict[str, Any]:
     return start_session(mem, session_id, surface, incognito=incognito, first_message=first_message).to_json()
 
 
-def _deliver(mem: Memories, svc: "Service", session_id: str, query: str | None = None, turn: int | None = None,
+def _deliver(mem: Memories, svc: Service, session_id: str, query: str | None = None, turn: int | None = None,
              budget: int = DEFAULT_BUDGET, top_k: int = DEFAULT_TOP_K, lesson_tags: Any = None,
              role: str | None = None) -> dict[str, Any]:
     return deliver_with_lessons(mem, session_id, query, lesson_tags, role=role, turn=turn, budget=budget, top_k=top_k,
                                 embedder=svc.embedder).to_json()
 
 
-def _file_lesson(mem: Memories, svc: "Service", content: str, tags: Any, memory_type: str,
+def _file_lesson(mem: Memories, svc: Service, content: str, tags: Any, memory_type: str,
                  confidence: float | None = None, source_task: str | None = None,
                  origin: str = LESSON_ORIGIN) -> dict[str, Any]:
     return file_lesson(mem, content, tags, memory_type, confidence, source_task, origin=origin,
                        embedder=svc.embedder).to_json()
 
 
-def _lessons_for_task(mem: Memories, svc: "Service", tags: Any, role: str | None = None, limit: int = LESSON_LIMIT,
+def _lessons_for_task(mem: Memories, svc: Service, tags: Any, role: str | None = None, limit: int = LESSON_LIMIT,
                       budget: int = LESSON_BUDGET) -> dict[str, Any]:
     return lessons_for_task(mem, tags, role=role, limit=limit, budget=budget).to_json()
 
 
-def _file_review_correction(mem: Memories, svc: "Service", rule_text: str, subject: str, base_commit: str,
+def _file_review_correction(mem: Memories, svc: Service, rule_text: str, subject: str, base_commit: str,
                             assertion: str, subject_symbol: str | None = None, tags: Any = None,
                             confidence: float | None = None, source_task: str | None = None,
                             origin: str = CORRECTION_ORIGIN) -> dict[str, Any]:
@@ -106,17 +107,17 @@ def _file_review_correction(mem: Memories, svc: "Service", rule_text: str, subje
                                   origin=origin, embedder=svc.embedder).to_json()
 
 
-def _retire_convention(mem: Memories, svc: "Service", receipt_id: str, reason: str | None = None) -> dict[str, Any]:
+def _retire_convention(mem: Memories, svc: Service, receipt_id: str, reason: str | None = None) -> dict[str, Any]:
     return retire_convention(mem, receipt_id, RETIRE_REASON if reason is None else reason).to_json()
 
 
 # A fact's reach is `reach` on the wire: `scope` names the token's authorised scope and is refused.
-def _publish_fact(mem: Memories, svc: "Service", tag: str, key: str, value: str, reach: str = "run",
+def _publish_fact(mem: Memories, svc: Service, tag: str, key: str, value: str, reach: str = "run",
                   run_id: str | None = None, producer_task: str | None = None) -> dict[str, Any]:
     return publish(mem, tag, key, value, reach, run_id=run_id, producer_task=producer_task).to_json()
 
 
-def _subscribe_facts(mem: Memories, svc: "Service", tag: str, reach: str = "run", run_id: str | None = None,
+def _subscribe_facts(mem: Memories, svc: Service, tag: str, reach: str = "run", run_id: str | None = None,
                      read_only_from_adapters: Any = None) -> list[dict[str, Any]]:
     return [f.to_json() for f in subscribe(mem, tag, reach, run_id=run_id,
                                            read_only_from_adapters=read_only_from_adapters)]

@@ -12,10 +12,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import (AccessDenied, Busy, ContextError, ConventionConflict, IdempotencyConflict, IncognitoSession,
-                      InvalidArguments, LockTimeout, MemoryAdmissionError, NotFound, PoolExhausted, PymemError,
-                      RevisionMismatch, SchemaError, ServerError, StatementTimeout, TenantBusy, TransactionConflict,
-                      Unauthenticated, UnknownSession)
+from ..errors import (
+    AccessDenied,
+    Busy,
+    ContextError,
+    ConventionConflict,
+    IdempotencyConflict,
+    IncognitoSession,
+    InvalidArguments,
+    LockTimeout,
+    MemoryAdmissionError,
+    NotFound,
+    PoolExhausted,
+    PymemError,
+    RevisionMismatch,
+    SchemaError,
+    ServerError,
+    StatementTimeout,
+    TenantBusy,
+    TransactionConflict,
+    Unauthenticated,
+    UnknownSession,
+)
 
 __all__ = ["PROTOCOL", "WireError", "ERRORS", "BY_CODE", "ProtocolError", "TOKEN_CODES", "code_for", "status_for",
            "MAX_ERROR_MESSAGE", "bounded_message", "retry_after"]

@@ -9,7 +9,8 @@ search is exact: questions about the past are rare, and their answer must be com
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 from pgvector import Vector
@@ -34,7 +35,7 @@ def check_as_of(value: Any) -> _dt.datetime:
             raise InvalidArguments(f"as_of must be an ISO 8601 time, got {value[:40]!r}") from None
     if not isinstance(value, _dt.datetime):
         raise InvalidArguments(f"as_of must be a datetime or an ISO 8601 string, not {type(value).__name__}")
-    return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=_dt.UTC)
 
 
 def search_rows_as_of(conn: psycopg.Connection, ctx: Context, vector: Any, top_k: Any, as_of: Any,

@@ -10,8 +10,9 @@ pymem.binding_log, whoever makes it and however.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -19,8 +20,8 @@ from psycopg.types.json import Jsonb
 
 from .. import db, queries
 from ..context import check_scope
-from ..vocabulary import MAX_NAME, is_plain_text
 from ..errors import InvalidArguments, NotFound
+from ..vocabulary import MAX_NAME, is_plain_text
 
 MAX_ADAPTER = MAX_NAME  # the binding table's CHECK, as every adapter name (vocabulary)
 MAX_ROLE = 63  # Postgres's identifier length
@@ -92,9 +93,10 @@ def bind_login(conn: psycopg.Connection, role: str, *, adapter: str, tenants: It
             raise InvalidArguments(f"{role} is a superuser: a binding cannot contain it")
         row = cur.execute(
             queries.query("bind_login"),
-            (role, adapter, None if all_tenants else list(dict.fromkeys(names)), all_tenants, Jsonb(scope)),
+            (role, adapter, None if all_tenants or names is None else list(dict.fromkeys(names)), all_tenants,
+             Jsonb(scope)),
         ).fetchone()
-    return _row(row)
+    return _row(db.one(row))
 
 
 def unbind_login(conn: psycopg.Connection, role: str) -> bool:

@@ -16,7 +16,8 @@ Everything else (trust tiers, metadata, ...) is persisted and returned untouched
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, cast
 
 from ..errors import InvalidArguments
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, VECTOR_KEYS
@@ -67,7 +68,7 @@ def chunk_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """The chunk a row stands for: its verbatim record, or, for a row written without one (by
     another write path), the record its columns describe."""
     if row.get("record") is not None:
-        return row["record"]
+        return cast("dict[str, Any]", row["record"])
     chunk: dict[str, Any] = {"id": row["id"]}
     for key in ("content", "scope", "kind", "tags", "origin", "provenance", "injection_source"):
         if row.get(key) is not None:

@@ -56,7 +56,8 @@ class StoreEmbedder:
         """Record `embedder` as the store's if none is recorded; refuse it if another one is."""
         if self.recorded is None:
             with db.translate_errors():
-                recorded = conn.execute(queries.query("claim_embedder"), (embedder.name, embedder.dim)).fetchone()[0]
+                recorded = db.one(conn.execute(queries.query("claim_embedder"),
+                                               (embedder.name, embedder.dim)).fetchone())[0]
             self.recorded = recorded
         if self.recorded != embedder.name:
             raise mismatch(self.recorded, embedder)
@@ -64,5 +65,5 @@ class StoreEmbedder:
     def refresh(self, conn: psycopg.Connection | Any) -> str | None:
         """Re-read the recorded name (after `pymem reembed`, or a claim by another process)."""
         with db.translate_errors():
-            self.recorded = conn.execute(queries.query("store_embedder")).fetchone()[0]
+            self.recorded = db.one(conn.execute(queries.query("store_embedder")).fetchone())[0]
         return self.recorded

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import psycopg
+
 from .. import db, embedded, migrate
 from ..config import Settings
 
@@ -28,7 +30,7 @@ class Endpoints:
 
 def resolve(settings: Settings, *, migrate_embedded: bool = True) -> Endpoints:
     """Start the embedded server when no DSN is set (migrating it on first use)."""
-    if not settings.embedded:
+    if settings.dsn:  # not embedded
         return Endpoints(app=settings.dsn, admin=settings.admin_dsn or settings.dsn)
     server = embedded.start(settings.home)
     ends = Endpoints(app=server.dsn("pymem_app"), admin=server.dsn("postgres"), embedded=server)
@@ -56,7 +58,7 @@ def stop_embedded(settings: Settings) -> bool:
     return embedded.stop(settings.home)
 
 
-def admin_connection(settings: Settings):
+def admin_connection(settings: Settings) -> psycopg.Connection:
     """A connection with the administrative login (PYMEM_ADMIN_DSN, else PYMEM_DSN, else the
     embedded server's superuser): bindings, cross-tenant audits. The caller closes it."""
     return db.connect(resolve(settings).admin, role=None)

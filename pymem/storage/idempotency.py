@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from .. import queries
+from .. import db, queries
 from ..context import Context
 from ..errors import IdempotencyConflict, InvalidArguments
-from ..vocabulary import MAX_IDEMPOTENCY_KEY as MAX_KEY, canonical_json
+from ..vocabulary import MAX_IDEMPOTENCY_KEY as MAX_KEY
+from ..vocabulary import canonical_json
 
 CLASSES: dict[str, timedelta] = {
     "default": timedelta(hours=24),
@@ -66,7 +67,8 @@ def claim(conn: psycopg.Connection, ctx: Context, verb: str, key: str, call_dige
     """
     actor = ctx.actor or ""
     with conn.cursor() as cur:
-        cur.execute(queries.query("claim_idempotency_key"), (ctx.tenant, verb, actor, key, call_digest, Jsonb(result), lifetime), prepare=False)
+        cur.execute(queries.query("claim_idempotency_key"),
+                    (ctx.tenant, verb, actor, key, call_digest, Jsonb(result), lifetime), prepare=False)
         if cur.fetchone() is not None:
             return None
         # The row exists, is live, and ON CONFLICT locked it: nobody can change it under us.
@@ -79,7 +81,7 @@ def claim(conn: psycopg.Connection, ctx: Context, verb: str, key: str, call_dige
         raise IdempotencyConflict(
             f"idempotency key already used for a different {verb} call; use a new key"
         )
-    return stored_result
+    return cast("dict[str, Any] | None", stored_result)
 
 
 def purge_expired(conn: psycopg.Connection, ctx: Context) -> int:
@@ -87,7 +89,7 @@ def purge_expired(conn: psycopg.Connection, ctx: Context) -> int:
     expired key is reused in place anyway."""
     with conn.cursor() as cur:
         cur.execute(queries.query("purge_idempotency_keys"))
-        return cur.fetchone()[0]
+        return cast("int", db.one(cur.fetchone())[0])
 
 
 __all__ = ["CLASSES", "check_key", "ttl", "digest", "claim", "purge_expired"]

@@ -9,7 +9,9 @@ are never logged or put in error messages.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -20,8 +22,15 @@ from ..errors import AccessDenied, InvalidArguments, RevisionMismatch
 from . import idempotency, status
 from .chunks import chunk_from_row, parse_chunk
 from .rows import MemoryRow, check_row, write_rows
-from .search import (check_include, check_metadata_filter, check_scope_filter, check_top_k, contract_hits,
-                     run_search, search_chunks_as)
+from .search import (
+    check_include,
+    check_metadata_filter,
+    check_scope_filter,
+    check_top_k,
+    contract_hits,
+    run_search,
+    search_chunks_as,
+)
 from .validate import check_embedding, check_id, check_ids
 
 __all__ = ["Memories", "check_records", "check_expected_revisions", "MAX_BATCH", "MAX_IDS", "MAX_LIST", "ROW_FIELDS"]
@@ -44,8 +53,9 @@ class Memories:
         self.store = store  # the pymem.storage.store.Store these verbs run on
         self.ctx = ctx
 
-    def _tx(self, conn: psycopg.Connection | None):
-        return self.store.transaction(self.ctx, conn)
+    def _tx(self, conn: psycopg.Connection | None) -> AbstractContextManager[psycopg.Connection]:
+        tx: AbstractContextManager[psycopg.Connection] = self.store.transaction(self.ctx, conn)
+        return tx
 
     # -- rows --------------------------------------------------------------------------------
 
@@ -130,7 +140,7 @@ class Memories:
         if fidelity_target is not None:
             raise InvalidArguments("fidelity_target is not supported: search is exact or HNSW with recall >= 0.95")
         query = check_embedding(vector, self.store.embedding_dim, "vector")
-        kwargs = dict(include_superseded=options["superseded"], with_vectors=options["embedding"])
+        kwargs: dict[str, Any] = dict(include_superseded=options["superseded"], with_vectors=options["embedding"])
         if conn is not None:
             with db.transaction(conn, self.ctx):
                 return contract_hits(run_search(conn, query, top_k, scope, **kwargs))
@@ -177,7 +187,7 @@ class Memories:
             return {"deleted": 0}
         with self._tx(conn) as c, c.cursor() as cur:
             cur.execute(queries.query("count_memories"), (self.ctx.tenant, ids))
-            visible = cur.fetchone()[0]
+            visible = db.one(cur.fetchone())[0]
             cur.execute(queries.query("delete_memories"), (ids,))
             deleted = [not erased for (erased,) in cur.fetchall()]
             if len(deleted) < visible:
@@ -195,7 +205,7 @@ class Memories:
         """Database reachable and its version, pgvector version check, schema revision current."""
         return status.health(self.store.pool, self.store.embedding_dim)
 
-    def _fetch(self, ids: list[str], conn: psycopg.Connection | None) -> dict[str, dict]:
+    def _fetch(self, ids: list[str], conn: psycopg.Connection | None) -> dict[str, dict[str, Any]]:
         if not ids:
             return {}
         with self._tx(conn) as c, c.cursor(row_factory=dict_row) as cur:
@@ -219,7 +229,8 @@ def check_records(records: Any, *, dim: int, ctx: Context, max_content_bytes: in
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
         if row.id in seen:
-            raise InvalidArguments(f"records[{i}] repeats the id of records[{seen[row.id]}]; one record per id per call")
+            raise InvalidArguments(f"records[{i}] repeats the id of records[{seen[row.id]}]; "
+                                   "one record per id per call")
         seen[row.id] = i
     return rows
 
@@ -244,7 +255,7 @@ def check_expected_revisions(expected: Any, ids: set[str]) -> dict[str, int]:
 def _check_revisions(conn: psycopg.Connection, ctx: Context, expected: dict[str, int]) -> None:
     with conn.cursor() as cur:
         cur.execute(queries.query("current_revisions"), (ctx.tenant, list(expected)))
-        current = dict(cur.fetchall())
+        current: dict[str, int] = dict(cur.fetchall())
     stale = [(i, r, current.get(i, 0)) for i, r in expected.items() if current.get(i, 0) != r]
     if stale:
         memory_id, want, have = stale[0]
@@ -259,4 +270,4 @@ def _check_id_list(ids: Any) -> list[str]:
     ids = check_ids(ids)
     if len(ids) > MAX_IDS:
         raise InvalidArguments(f"at most {MAX_IDS} ids per call, got {len(ids)}")
-    return ids
+    return cast("list[str]", ids)

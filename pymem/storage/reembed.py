@@ -15,8 +15,9 @@ writers and readers of the old embedder keep working (queries meanwhile compare 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pgvector import Vector
 

@@ -9,8 +9,9 @@ name); `contract_hits` turns them into the storage contract's result shape.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import psycopg
 from pgvector import Vector
@@ -132,7 +133,7 @@ def search_rows(conn: psycopg.Connection, ctx: Context, vector: Any, top_k: Any,
     scope_filter = check_scope_filter(scope_filter)
     if dim is None:
         with db.translate_errors():
-            dim = conn.execute(queries.query("store_embedding_dim")).fetchone()[0]
+            dim = db.one(conn.execute(queries.query("store_embedding_dim")).fetchone())[0]
     query = check_embedding(vector, dim, "vector")
     with db.transaction(conn, ctx):
         return run_search(conn, query, top_k, scope_filter, include_superseded=include_superseded,
@@ -189,15 +190,16 @@ def search_chunks_as(conn: psycopg.Connection, ctx: Context, query: list[float],
         try:
             with conn.cursor() as cur:
                 cur.execute(queries.query("search_as_chunks"),
-                            ctx.params() + (Vector(query), top_k, Jsonb(scope_filter), include_superseded,
-                                            with_vectors), prepare=conn.prepare_threshold is not None)
+                            (*ctx.params(), Vector(query), top_k, Jsonb(scope_filter), include_superseded,
+                             with_vectors), prepare=conn.prepare_threshold is not None)
                 rows = cur.fetchall()
         finally:
             if not conn.closed:
                 conn.autocommit = autocommit
     hits = []
     for chunk_id, record, score, revision, *fallback in rows:
-        chunk = record if record is not None else chunk_from_row(dict(zip(_FALLBACK, fallback), id=chunk_id))
+        chunk = record if record is not None else chunk_from_row(dict(zip(_FALLBACK, fallback, strict=False),
+                                                                      id=chunk_id))
         distillate = chunk.get("distillate")
         hits.append({"chunk": chunk, "chunk_id": chunk_id, "score": score,
                      "recalled_view": distillate if distillate is not None else chunk, "revision": revision})
@@ -214,7 +216,7 @@ def search_hits_as(conn: psycopg.Connection, ctx: Context, query: list[float], t
         try:
             with conn.cursor(row_factory=class_row(SearchHit)) as cur:
                 cur.execute(queries.query("search_as_hits"),
-                            ctx.params() + (Vector(query), top_k, Jsonb(scope_filter)), prepare=True)
+                            (*ctx.params(), Vector(query), top_k, Jsonb(scope_filter)), prepare=True)
                 return cur.fetchall()
         finally:
             if not conn.closed:
@@ -236,5 +238,7 @@ def contract_hits(rows: list[SearchHit]) -> list[dict[str, Any]]:
     return hits
 
 
-__all__ = ["MAX_TOP_K", "MAX_TEXT_CHARS", "check_text_query", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k", "check_scope_filter", "check_include",
-           "check_metadata_filter", "search_rows", "run_search", "session_search_rows", "search_chunks_as", "search_hits_as", "contract_hits"]
+__all__ = ["MAX_TOP_K", "MAX_TEXT_CHARS", "check_text_query", "PLANS", "INCLUDE_KEYS", "SearchHit", "check_top_k",
+           "check_scope_filter", "check_include",
+           "check_metadata_filter", "search_rows", "run_search", "session_search_rows", "search_chunks_as",
+           "search_hits_as", "contract_hits"]

@@ -45,7 +45,7 @@ class DatabaseStatus:
     def schema_current(self) -> bool:
         return self.schema_revision == self.head_revision
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(asdict(self), schema_current=self.schema_current)
 
 
@@ -53,7 +53,7 @@ def database_status(settings: Settings) -> DatabaseStatus:
     """Inspect the configured database without changing it (the embedded server is started)."""
     ends = resolve(settings, migrate_embedded=False)
     with db.connect(ends.admin, role=None, autocommit=True) as conn:
-        server = conn.execute(queries.query("server_version")).fetchone()[0]
+        server = db.one(conn.execute(queries.query("server_version")).fetchone())[0]
         ext = conn.execute(queries.query("pgvector_version")).fetchone()
         available = None
         if ext is None:
@@ -62,7 +62,7 @@ def database_status(settings: Settings) -> DatabaseStatus:
         revision = migrate.current_revision(conn)
         dim = None
         if revision is not None:
-            dim = conn.execute(queries.query("store_embedding_dim")).fetchone()[0]
+            dim = db.one(conn.execute(queries.query("store_embedding_dim")).fetchone())[0]
     vector = ext[0] if ext else available
     return DatabaseStatus(
         location=ends.location,
@@ -81,7 +81,7 @@ def health(pool: ConnectionPool, embedding_dim: int) -> dict[str, Any]:
     try:
         with db.pooled(pool) as c:
             return health_on(c, embedding_dim)
-    except Exception as exc:  # health reports, it does not raise
+    except Exception as exc:  # noqa: BLE001 - health reports, it does not raise
         return unreachable(embedding_dim, exc)
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any
 
 from psycopg.rows import dict_row
 
@@ -58,11 +59,13 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InvalidArguments(f"{path.name}, line {number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                raise InvalidArguments(f"{path.name}, line {number}: not valid JSON "
+                                       f"({exc.msg} at column {exc.colno})") from None
             except UnicodeDecodeError:  # pragma: no cover - open() decodes before json does
                 raise InvalidArguments(f"{path.name}, line {number}: not valid UTF-8") from None
             if not isinstance(value, dict):
-                raise InvalidArguments(f"{path.name}, line {number}: expected a JSON object, got {type(value).__name__}")
+                raise InvalidArguments(f"{path.name}, line {number}: expected a JSON object, "
+                                       f"got {type(value).__name__}")
             yield number, value
 
 
@@ -77,7 +80,7 @@ def _batches(path: Path, batch_size: int) -> Iterator[list[tuple[int, dict[str, 
         yield batch
 
 
-def check_file(mem: "Memories", path: Path, batch_size: int) -> tuple[str, int]:
+def check_file(mem: Memories, path: Path, batch_size: int) -> tuple[str, int]:
     """Validate every line as a chunk (before anything is written); returns (digest, records)."""
     hasher = hashlib.sha256()
     try:
@@ -104,7 +107,7 @@ def check_file(mem: "Memories", path: Path, batch_size: int) -> tuple[str, int]:
     return hasher.hexdigest(), count
 
 
-def import_file(mem: "Memories", path: str | Path, *, batch_size: int = DEFAULT_BATCH,
+def import_file(mem: Memories, path: str | Path, *, batch_size: int = DEFAULT_BATCH,
                 on_batch: Callable[[int, int, bool], None] | None = None,
                 checked: tuple[str, int] | None = None) -> ImportReport:
     """Upsert every chunk of a JSONL file, `batch_size` per transaction, resumably.
@@ -132,21 +135,20 @@ def import_file(mem: "Memories", path: str | Path, *, batch_size: int = DEFAULT_
     return report
 
 
-def export_records(mem: "Memories", out: IO[str], *, fetch_size: int = 1000) -> int:
+def export_records(mem: Memories, out: IO[str], *, fetch_size: int = 1000) -> int:
     """Write every visible, non-erased chunk of the context as one JSON line; returns the count.
 
     One transaction (one snapshot), primary-key order, keys sorted: the same data exports to the
     same bytes.
     """
     count = 0
-    with mem.store.transaction(mem.ctx) as conn:
-        with conn.cursor(name="pymem_export", row_factory=dict_row) as cur:
-            cur.itersize = fetch_size
-            cur.execute(queries.query("export_chunks"), (mem.ctx.tenant,))
-            for row in cur:
-                out.write(canonical_json(chunk_from_row(row)))
-                out.write("\n")
-                count += 1
+    with mem.store.transaction(mem.ctx) as conn, conn.cursor(name="pymem_export", row_factory=dict_row) as cur:
+        cur.itersize = fetch_size
+        cur.execute(queries.query("export_chunks"), (mem.ctx.tenant,))
+        for row in cur:
+            out.write(canonical_json(chunk_from_row(row)))
+            out.write("\n")
+            count += 1
     return count
 
 

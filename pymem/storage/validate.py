@@ -7,7 +7,7 @@ vector values back.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..context import check_scope
 from ..errors import InvalidArguments
@@ -49,6 +49,10 @@ def check_ids(values: Any, what: str = "ids") -> list[str]:
     return [check_id(v, what[:-1] if what.endswith("s") else what) for v in values]
 
 
+@overload
+def check_text(value: Any, what: str, *, max_bytes: int, required: Literal[True]) -> str: ...
+@overload
+def check_text(value: Any, what: str, *, max_bytes: int, required: bool = False) -> str | None: ...
 def check_text(value: Any, what: str, *, max_bytes: int, required: bool = False) -> str | None:
     if value is None:
         if required:

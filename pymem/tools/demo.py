@@ -8,8 +8,8 @@ Every step checks what it shows: the demo fails (returns False) if a guarantee d
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psycopg
 
@@ -17,9 +17,9 @@ from .. import db, embedded, migrate
 from ..config import Settings
 from ..context import Context
 from ..errors import AccessDenied, MemoryAdmissionError
+from ..integrity.verify import verify_chain
 from ..storage.endpoints import Endpoints, resolve
 from ..storage.store import Store
-from ..integrity.verify import verify_chain
 from .demo_admission import admission_demo
 from .demo_delivery import delivery_demo
 
@@ -91,9 +91,8 @@ class Demo:
         self.check(acme.get_row(globex_ids[0]) is None, "acme cannot read globex's memory")
         self.check(globex.get_row(acme_ids[0]) is None, "globex cannot read acme's memory")
         self.ok("acme sees its own memory; globex's memory id returns nothing to acme, and vice versa")
-        with self.store.pool.connection() as conn:
-            with db.transaction(conn, self.ctx("acme", adapter="claude-code")):
-                n = conn.execute("select count(*) from pymem.memories").fetchone()[0]
+        with self.store.pool.connection() as conn, db.transaction(conn, self.ctx("acme", adapter="claude-code")):
+            n = db.one(conn.execute("select count(*) from pymem.memories").fetchone())[0]
         self.check(n == len(acme_ids), "an unfiltered SELECT sees only the context tenant")
         self.ok(f"even `select count(*) from pymem.memories` (no WHERE) counts {n}: row-level security")
         return {"acme": acme_ids, "globex": globex_ids}
@@ -123,9 +122,9 @@ class Demo:
             except psycopg.errors.InsufficientPrivilege:
                 self.echo("   (skipped: the admin login is not a superuser, so it cannot disable triggers)")
                 return
-            original = admin.execute(
+            original = db.one(admin.execute(
                 "select content from pymem.memories where tenant_id = %s and id = %s", (tenant, target)
-            ).fetchone()[0]
+            ).fetchone())[0]
             admin.execute("update pymem.memories set content = %s where tenant_id = %s and id = %s",
                           ("Acme's deploys happen on Fridays.", tenant, target))
             self.echo("   a superuser ran, with session_replication_role = replica:")
@@ -134,6 +133,7 @@ class Demo:
                 report = verify_chain(conn, tenant)
             bad = report.first_problem
             self.check(bad is not None and bad.bad_memory_id == target, "verify names the edited memory")
+            assert bad is not None  # check() stopped the demo otherwise
             self.ok(f"pymem verify: TAMPERING DETECTED at seq {bad.bad_seq}, memory {bad.bad_memory_id}: {bad.problem}")
             admin.execute("update pymem.memories set content = %s where tenant_id = %s and id = %s",
                           (original, tenant, target))
@@ -141,7 +141,7 @@ class Demo:
             report = verify_chain(conn, tenant)
         self.check(report.clean, "restoring the original content makes the chain verify again")
         t = report.tenants[0]
-        self.ok(f"content restored: {t.entries} entries verify again, head hash {t.head_hash[:16]}...")
+        self.ok(f"content restored: {t.entries} entries verify again, head hash {(t.head_hash or '')[:16]}...")
 
 
 def _demo_store(settings: Settings) -> tuple[Store, str, str]:

@@ -3,14 +3,14 @@ the adapter trust policy, each step checking what it shows (run by pymem.tools.d
 
 from __future__ import annotations
 
-from ..integrity.audit import refusals
-from ..embedder import LexicalEmbedder
 from ..admission.gate import admit
 from ..admission.policy import AdmissionPolicy
 from ..admission.provenance import Origin, Provenance
-from ..recall import recall
 from ..admission.trust import AdapterTrustPolicy
 from ..delivery.sessions import start_session
+from ..embedder import LexicalEmbedder
+from ..integrity.audit import refusals
+from ..recall import recall
 
 __all__ = ["admission_demo"]
 
@@ -52,15 +52,15 @@ def admission_demo(demo) -> None:
     found = [r for r in refusals(operator) if r.seq == bad.audit_seq]
     demo.check(len(found) == 1, "the refusal is in the audit view")
     event = found[0]
-    demo.check(event.args_digest.startswith("sha256:") and event.tool == "memory.write:crm"
+    demo.check((event.args_digest or "").startswith("sha256:") and event.tool == "memory.write:crm"
                and all("attacker" not in str(v) for v in event.to_json().values()),
                "the audit holds a digest of the refused note, not the note")
     demo.ok(f"pymem.audit_refusals seq {event.seq}: tool {event.tool}, signature {event.signature}, "
-            f"digest {event.args_digest[:23]}... (the note itself is stored nowhere)")
+            f"digest {(event.args_digest or '')[:23]}... (the note itself is stored nowhere)")
 
     demo.step("Recall re-judges every hit under the policy in force now")
-    legacy = operator.add([{"content": "Initech's finance team closes the books early in December.",
-                            "embedding": embedder.embed(["Initech's finance team closes the books early in December."])[0]}])[0]
+    legacy_note = "Initech's finance team closes the books early in December."
+    legacy = operator.add([{"content": legacy_note, "embedding": embedder.embed([legacy_note])[0]}])[0]
     query = "when does Initech's finance team close the books"
     trust = AdapterTrustPolicy()
     before = recall(operator, query, top_k=5, policy=policy, trust=trust, embedder=embedder)
@@ -91,10 +91,11 @@ def admission_demo(demo) -> None:
     refund_query = "does Initech's finance team approve refunds"
     default = recall(operator, refund_query, top_k=5, policy=policy, trust=trust, embedder=embedder)
     reasons = {w.id: w.reason for w in default.withheld}
-    demo.check(reasons.get(tagged["id"]) == "untrusted adapter codex", "a row tagged by an unlisted adapter is withheld")
+    demo.check(reasons.get(tagged["id"]) == "untrusted adapter codex",
+               "a row tagged by an unlisted adapter is withheld")
     demo.ok("a row written through the codex adapter is withheld on recall: untrusted adapter codex")
     listed = recall(operator, refund_query, top_k=5, policy=policy, embedder=embedder,
-                    trust=AdapterTrustPolicy(trusted_adapters={"codex"}))
+                    trust=AdapterTrustPolicy(trusted_adapters=frozenset({"codex"})))
     demo.check(any(k.id == tagged["id"] and k.source_adapter == "codex" for k in listed.kept),
                "allow-listing the adapter brings the row back")
     demo.ok("with codex allow-listed (PYMEM_TRUSTED_ADAPTERS=codex) the same row is kept; untagged operator rows "

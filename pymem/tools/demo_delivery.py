@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import db
+from ..admission.gate import admit
 from ..admission.policy import AdmissionPolicy
-from ..admission.provenance import Provenance
+from ..admission.provenance import Origin, Provenance
 from ..admission.trust import AdapterTrustPolicy
 from ..delivery.deliver import deliver
 from ..delivery.injections import session_injections
@@ -19,7 +21,6 @@ from ..delivery.sessions import end_session, list_sessions, start_session
 from ..delivery.tiers import TrustTiers
 from ..embedder import LexicalEmbedder
 from ..errors import IncognitoSession
-from ..admission.gate import admit
 from ..integrity.verify import verify_chain
 from ..recall import recall
 from ..storage.transfer import export_records
@@ -38,12 +39,12 @@ def _incognito_refused(fn: Callable[[], object]) -> bool:
 def delivery_demo(demo) -> None:
     """The delivery steps, on the running pymem.tools.demo.Demo (its store, echo and checks)."""
     embedder = LexicalEmbedder(demo.dim)
-    options = dict(policy=AdmissionPolicy(), trust=AdapterTrustPolicy(), embedder=embedder)
+    options: dict[str, Any] = dict(policy=AdmissionPolicy(), trust=AdapterTrustPolicy(), embedder=embedder)
     mem = demo.store.bind(demo.ctx("northwind", actor="ops"))
 
     def said(text: str, session: str, tags: list[str] | None = None) -> str:
         record = {"content": text, **({"tags": tags} if tags else {})}
-        return admit(mem, record, Provenance("user_asserted", session_id=session), policy=options["policy"],
+        return admit(mem, record, Provenance(Origin.USER_ASSERTED, session_id=session), policy=options["policy"],
                      embedder=embedder)["id"]
 
     demo.step("Sessions: every memory names the session it came from; there is no default session")
@@ -59,7 +60,8 @@ def delivery_demo(demo) -> None:
     with demo.store.pool.connection() as conn, db.transaction(conn, mem.ctx):
         before = conn.execute("select clock_timestamp()").fetchone()[0]
     start_session(mem, "chat-2", "chat", first_message="Northwind switched currency")
-    usd = supersede(mem, currency, "Northwind now wants invoices in USD.", Provenance("user_asserted", session_id="chat-2"),
+    usd = supersede(mem, currency, "Northwind now wants invoices in USD.",
+                    Provenance(Origin.USER_ASSERTED, session_id="chat-2"),
                     **{k: options[k] for k in ("policy", "embedder")})["id"]
     query = "Which currency does Northwind want its invoices in?"
     now = [k.id for k in recall(mem, query, top_k=3, **options).kept]

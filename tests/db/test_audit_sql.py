@@ -13,14 +13,14 @@ import pytest
 from psycopg import errors as pgerr
 from psycopg.rows import dict_row
 
-from pymem.integrity import audit
-from pymem.context import Context
-from pymem.embedder import LexicalEmbedder
-from pymem.errors import InvalidArguments, MemoryAdmissionError
 from pymem.admission.gate import admit
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance
+from pymem.context import Context
 from pymem.delivery.sessions import start_session
+from pymem.embedder import LexicalEmbedder
+from pymem.errors import InvalidArguments, MemoryAdmissionError
+from pymem.integrity import audit
 
 POLICY = AdmissionPolicy()
 EMBEDDER = LexicalEmbedder(384)
@@ -150,7 +150,7 @@ def test_the_app_sees_only_its_context_tenant(database, store, seeded):
     assert [r.seq for r in audit.refusals(acme)] == [seeded["acme"]["poison"].audit_seq,
                                                         seeded["acme"]["web"].audit_seq]
     assert [r.seq for r in audit.refusals(acme, limit=1)] == [seeded["acme"]["web"].audit_seq]
-    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)
     assert audit.refusals(acme, since=later) == [] and audit.refusals(acme, since=later.isoformat()) == []
     assert len(audit.refusals(acme, since="2000-01-01T00:00:00")) == 2
     with pytest.raises(InvalidArguments):

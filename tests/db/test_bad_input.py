@@ -130,7 +130,7 @@ def test_bad_last_row_of_a_batch_writes_nothing(mem, database, label):
     before = counts(database)
     batch = [{"id": f"ok{i}", "content": f"row {i}", "embedding": vec(i / 10)} for i in range(5)]
     with pytest.raises(InvalidArguments):
-        mem.add(batch + [BAD_ROWS[label]])
+        mem.add([*batch, BAD_ROWS[label]])
     assert counts(database) == before
     assert mem.get_row("ok0") is None
 
@@ -254,9 +254,8 @@ def test_database_refuses_bad_rows_from_raw_sql(database):
             conn.execute("update pymem.memories set embedding = '[1,2]' where id = 'raw'")
         conn.rollback()
     assert accepted == []
-    with database.admin() as admin, pytest.raises(pgerr.InvalidParameterValue):
-        with admin.transaction():
-            admin.execute("select pymem.set_context('acme')")
-            _raw_insert(admin, erased_at="2020-01-01")
+    with database.admin() as admin, pytest.raises(pgerr.InvalidParameterValue), admin.transaction():
+        admin.execute("select pymem.set_context('acme')")
+        _raw_insert(admin, erased_at="2020-01-01")
     after = counts(database)
     assert after == (before[0] + 1, before[1] + 1, before[2] + 1)  # only the one good row

@@ -54,11 +54,11 @@ def refused(snapshot, cases: dict, call, error=InvalidArguments) -> None:
 
 BAD_VECTORS = {
     "short": GOOD[:-1],
-    "long": GOOD + [0.0],
+    "long": [*GOOD, 0.0],
     "empty": [],
-    "nan": [math.nan] + GOOD[1:],
-    "inf": [math.inf] + GOOD[1:],
-    "-inf": GOOD[:-1] + [-math.inf],
+    "nan": [math.nan, *GOOD[1:]],
+    "inf": [math.inf, *GOOD[1:]],
+    "-inf": [*GOOD[:-1], -math.inf],
     "string": "0.5, 0, 0",
     "dict": {"0": 0.5},
     "number": 0.5,
@@ -66,7 +66,7 @@ BAD_VECTORS = {
     "strings": ["0.5"] * DIM,
     "nested": [[0.5]] * DIM,
     "zero": [0.0] * DIM,
-    "float4 overflow": [1e39] + GOOD[1:],
+    "float4 overflow": [1e+39, *GOOD[1:]],
 }
 
 BAD_KEYS = {"none": None, "empty": "", "blank": "   ", "int": 7, "list": ["k"], "too long": "k" * 257,

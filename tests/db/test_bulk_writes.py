@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from psycopg import errors as pgerr
 
 from pymem import queries
 from pymem.context import Context
-from pymem.storage.rows import STAGE_FROM, write_rows
 from pymem.storage.chunks import parse_chunk
-
-from helpers.database import AGENT_LOGIN, bind_login, login_dsn
+from pymem.storage.rows import STAGE_FROM, write_rows
 
 DIM = 384
 

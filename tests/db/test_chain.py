@@ -52,7 +52,7 @@ def verify(database, tenant=None) -> dict[str, dict]:
     with database.admin() as conn:
         cur = conn.execute("select * from pymem.verify_chain(%s)", (tenant,))
         names = [d.name for d in cur.description]
-        rows = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+        rows = {r[0]: dict(zip(names, r, strict=False)) for r in cur.fetchall()}
     with psycopg.connect(database.admin_dsn) as conn:
         reports = {"independent": verify_independently(conn, tenant)}
     connect = lambda: psycopg.connect(database.admin_dsn)  # noqa: E731
@@ -80,7 +80,7 @@ def verify_as_tenant(database, tenant) -> dict:
         set_ctx(conn, tenant)
         cur = conn.execute("select * from pymem.verify_chain()")
         names = [d.name for d in cur.description]
-        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        rows = [dict(zip(names, r, strict=False)) for r in cur.fetchall()]
         conn.rollback()
     assert len(rows) == 1 and rows[0]["tenant_id"] == tenant
     return rows[0]
@@ -107,7 +107,7 @@ def assert_cli_flags(database, tenant, bad_seq=None, memory_id=None):
         result = run_cli(database, *args)
         assert result.exit_code == 1, (args, result.output)
         assert "tampering: none detected" not in result.output
-        lines = [l for l in result.output.splitlines() if "TAMPERING" in l.upper()]
+        lines = [x for x in result.output.splitlines() if "TAMPERING" in x.upper()]
         assert len(lines) == (2 if "--independent" in args else 1), result.output
         for line in lines:
             assert tenant in line
@@ -140,7 +140,7 @@ def test_concurrent_writers_one_tenant_make_one_contiguous_chain(database):
                     emb = [float(t + 1), float(i + 1), 1.0] + [0.0] * 381 if i % 25 == 0 else None
                     insert(conn, tenant, f"t{t}-{i}", content=f"thread {t} row {i}", embedding=emb)
                     conn.commit()
-        except BaseException as exc:  # surfaced below
+        except BaseException as exc:  # noqa: BLE001 - surfaced below
             errors.append(exc)
 
     # No chain head exists yet: the threads also race to create it.
@@ -163,7 +163,7 @@ def test_concurrent_writers_one_tenant_make_one_contiguous_chain(database):
                             (tenant,)).fetchone()
         rows = conn.execute("select count(*) from pymem.memories where tenant_id = %s", (tenant,)).fetchone()[0]
     prev = genesis
-    for seq, event, memory_id, revision, prev_hash, chain_hash in entries:
+    for seq, event, _memory_id, revision, prev_hash, chain_hash in entries:
         assert prev_hash == prev, f"fork at seq {seq}"
         assert event == "memory.insert" and revision == 1
         prev = chain_hash

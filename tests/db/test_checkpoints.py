@@ -31,9 +31,8 @@ def key(tmp_path):
 @pytest.fixture
 def history(store):
     """acme: five memories and a refusal; globex: two memories."""
+    from pymem import Provenance, admit
     from pymem.errors import MemoryAdmissionError
-    from pymem import admit
-    from pymem import Provenance
 
     acme = store.bind(Context(tenant="acme", actor="ops"))
     for i in range(1, 6):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 
 from pymem import AccessDenied, Context, InvalidArguments
 from pymem.facts import follow, publish, subscribe
 from pymem.integrity import verify_chain
 from pymem.db import connect
-from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 
 
 @pytest.fixture

@@ -57,10 +57,10 @@ ROWS = [
 
 
 def _insert(conn, tenant: str, row: dict) -> None:
-    cols = ["tenant_id"] + list(row)
+    cols = ["tenant_id", *list(row)]
     casts = {"tags": "::text[]", "valid_from": "::timestamptz", "invalidated_at": "::timestamptz"}
     values = ", ".join(f"%s{casts.get(c, '')}" for c in cols)
-    conn.execute(f"insert into pymem.memories ({', '.join(cols)}) values ({values})", [tenant] + list(row.values()))
+    conn.execute(f"insert into pymem.memories ({', '.join(cols)}) values ({values})", [tenant, *list(row.values())])
 
 
 def test_python_and_sql_compute_the_same_version_2_hashes(database):

@@ -70,9 +70,8 @@ def counts(database):
 
 def refused(conn, sql, params=None, exc=RLS_REFUSED):
     """Run `sql` in a savepoint and require it to fail with `exc`."""
-    with pytest.raises(exc):
-        with conn.transaction():
-            conn.execute(sql, params)
+    with pytest.raises(exc), conn.transaction():
+        conn.execute(sql, params)
 
 
 @pytest.fixture
@@ -132,9 +131,8 @@ def test_cross_tenant_update_and_delete_affect_nothing(two_tenants):
         assert delete(conn, "g1") == 0
         refused(conn, "delete from pymem.memories where id = 'g1'")  # no DELETE privilege at all
         # Moving an own row into the other tenant is refused (policy WITH CHECK, and the key trigger).
-        with pytest.raises((RLS_REFUSED, pgerr.InvalidParameterValue)):
-            with conn.transaction():
-                conn.execute("update pymem.memories set tenant_id = 'globex' where id = 'a1'")
+        with pytest.raises((RLS_REFUSED, pgerr.InvalidParameterValue)), conn.transaction():
+            conn.execute("update pymem.memories set tenant_id = 'globex' where id = 'a1'")
         conn.commit()
     assert admin_rows(two_tenants) == before
 
@@ -335,10 +333,9 @@ def test_empty_string_context_after_commit_fails_closed(two_tenants):
 
 def test_context_does_not_survive_rollback_or_pool_reuse(store, database):
     seed(database, "acme", "a1")
-    with store.pool.connection() as conn:
-        with conn.transaction():
-            set_ctx(conn, "acme")
-            assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 1
+    with store.pool.connection() as conn, conn.transaction():
+        set_ctx(conn, "acme")
+        assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 1
     with store.pool.connection() as conn:  # very likely the same connection (pool of idle ones)
         assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 0
         conn.rollback()

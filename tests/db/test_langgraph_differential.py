@@ -30,12 +30,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from helpers.graph_store import cosine, index, text_vector
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from helpers.graph_store import cosine, index, text_vector
 from pymem.context import Context
 from pymem.langgraph import PymemStore
 
@@ -86,7 +86,7 @@ class Reference(InMemoryStore):
 LABELS = ["a", "b"]
 namespaces = st.lists(st.sampled_from(LABELS), min_size=1, max_size=3).map(tuple)
 prefixes = st.one_of(st.just(()), st.lists(st.sampled_from(LABELS), min_size=1, max_size=3).map(tuple))
-patterns = st.lists(st.sampled_from(LABELS + ["*"]), min_size=0, max_size=3).map(tuple)
+patterns = st.lists(st.sampled_from([*LABELS, "*"]), min_size=0, max_size=3).map(tuple)
 keys = st.sampled_from(["k1", "k2", "k3", "k4"])
 TEXTS = ["likes tea", "likes coffee", "prefers dark mode", "lives in Lyon", "has a cat", "works nights"]
 NUMBERS = [-2, 0, 1, 1.0, 1.5, 9, 10, 100]
@@ -111,7 +111,7 @@ def values(draw):
 RANGE = ["$gt", "$gte", "$lt", "$lte"]
 field_filters = st.one_of(
     st.tuples(st.just("n"), st.sampled_from(NUMBERS)),
-    st.tuples(st.just("n"), st.dictionaries(st.sampled_from(RANGE + ["$eq", "$ne"]), st.sampled_from(NUMBERS),
+    st.tuples(st.just("n"), st.dictionaries(st.sampled_from([*RANGE, "$eq", "$ne"]), st.sampled_from(NUMBERS),
                                             min_size=1, max_size=2)),
     st.tuples(st.just("s"), st.sampled_from(STRINGS)),
     st.tuples(st.just("s"), st.dictionaries(st.sampled_from(["$eq", "$ne"]), st.sampled_from(STRINGS), min_size=1)),
@@ -176,7 +176,7 @@ def _assert_same(op, mine, ref, texts):
         ref_scores = [cosine(q, text_vector(i.value["text"])) for i in ranked_ref]
         mine_scores = [cosine(q, text_vector(i.value["text"])) for i in ranked_mine]
         assert mine_scores == pytest.approx(ref_scores, abs=1e-6), op
-        for item, score in zip(ranked_mine, mine_scores):
+        for item, score in zip(ranked_mine, mine_scores, strict=False):
             assert item.score == pytest.approx(score, abs=1e-5)
         untied = {(tuple(i.namespace), i.key) for i in ranked_ref if texts.count(i.value["text"]) == 1}
         assert untied <= {(tuple(i.namespace), i.key) for i in ranked_mine}, op
@@ -191,7 +191,7 @@ def _run(store, sequence):
     for batch in sequence:
         texts = [item.value["text"] for items in ref._data.values() for item in items.values()]  # before the batch
         got, want = mine.batch(batch), ref.batch(batch)
-        for op, m, r in zip(batch, got, want):
+        for op, m, r in zip(batch, got, want, strict=False):
             _assert_same(op, m, r, texts)
     # and the whole store, at the end
     listing = ListNamespacesOp(None, None, 1000, 0)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import itertools
 import threading
 
+from helpers.graph_store import index
 from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from helpers.graph_store import index
 from pymem import Context
 from pymem.langgraph import PymemStore
 

@@ -21,11 +21,11 @@ GOOD = [0.5] + [0.0] * (DIM - 1)
 # name -> what the row carries besides its text (the gate reads `content`, a chunk `distillate`)
 BAD = {
     "zero vector": {"embedding": [0.0] * DIM},
-    "NaN in the vector": {"embedding": [math.nan] + GOOD[1:]},
-    "infinity in the vector": {"embedding": GOOD[:-1] + [math.inf]},
-    "squared norm overflows float4": {"embedding": [3.4e38] + GOOD[1:]},
+    "NaN in the vector": {"embedding": [math.nan, *GOOD[1:]]},
+    "infinity in the vector": {"embedding": [*GOOD[:-1], math.inf]},
+    "squared norm overflows float4": {"embedding": [3.4e+38, *GOOD[1:]]},
     "dimension too small": {"embedding": GOOD[:-1]},
-    "dimension too large": {"embedding": GOOD + [0.0]},
+    "dimension too large": {"embedding": [*GOOD, 0.0]},
     "record over 1 MiB": {"embedding": GOOD, "numbers": [0.125] * 200_000},
     "content too large": {"embedding": GOOD, "content": "x" * 70_000},
 }
@@ -85,7 +85,7 @@ def test_every_path_refuses_the_same_rows_the_same_way(mem, snapshot, tmp_path, 
 
 def test_and_every_path_takes_a_good_row(mem, snapshot, tmp_path):
     before = snapshot()
-    for name, write in PATHS.items():
+    for _name, write in PATHS.items():
         write(mem, {"embedding": GOOD}, tmp_path)
     rows, ledger, keys = snapshot()
     assert rows > before[0] and ledger > before[1] and keys > before[2]

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-from pymem import Context, admit, deliver, start_session
-from pymem.delivery import injections
-from pymem.client import Client
 from helpers.database import DIM
 from helpers.service import KEY, request, token
+
+from pymem import Context, admit, deliver, start_session
+from pymem.client import Client
+from pymem.delivery import injections
 
 IDS = [f"shared-{i:02d}" for i in range(24)]
 

@@ -8,6 +8,8 @@ import hashlib
 import json
 
 import pytest
+from helpers.cli import cli_runner
+from helpers.lessons import GATE, ctx, lesson
 from psycopg.types.json import Jsonb
 
 from pymem import Context
@@ -16,8 +18,6 @@ from pymem.integrity import audit_chain
 from pymem.db import connect
 from pymem.integrity.receipt_audit import ReceiptForm, rule_sha256
 from pymem.integrity.signing import load_or_create_key
-from helpers.cli import cli_runner
-from helpers.lessons import GATE, ctx, lesson
 
 C1 = "a" * 40
 

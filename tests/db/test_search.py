@@ -11,11 +11,11 @@ import dataclasses
 import itertools
 import json
 import os
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 from helpers.database import APP_LOGIN, DIM, PASSWORD, TestDatabase, with_user
-from urllib.parse import urlsplit
 
 from pymem.context import Context
 from pymem.errors import InvalidArguments
@@ -155,7 +155,7 @@ def test_plans_stay_right_after_many_calls_on_one_connection(big):
 
 
 def test_search_rows_columns_and_validation(big):
-    db, store = big
+    _db, store = big
     with store.pool.connection() as conn:
         row = search_rows(conn, Context(tenant="tiny"), QUERY, 1, with_vectors=False)[0]
         assert {f.name for f in dataclasses.fields(row)} == {
@@ -175,7 +175,7 @@ def test_search_rows_columns_and_validation(big):
 def test_search_as_returns_what_search_returns(big, tenant, team, with_vectors):
     """pymem.search_as repeats pymem.search's body instead of calling it: the same rows, records,
     scores and revisions, on the exact and the HNSW plan alike."""
-    db, store = big
+    _db, store = big
     scope_filter = {"team": team} if team else {}
     with store.pool.connection() as conn:
         rows = search_rows(conn, Context(tenant=tenant), QUERY, TOP_K, scope_filter, with_vectors=with_vectors)

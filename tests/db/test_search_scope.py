@@ -262,7 +262,7 @@ def test_concurrent_writers_keep_the_counts_exact(database):
                     if i % 7 == 6:
                         conn.execute("select * from pymem.delete_memories(array[%s])", (f"w{t}-{i - 1}",))
                     conn.commit()
-        except BaseException as exc:  # surfaced below
+        except BaseException as exc:  # noqa: BLE001 - surfaced below
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(t, "acme")) for t in range(4)]

@@ -13,13 +13,13 @@ import unicodedata
 
 import psycopg
 import pytest
+from helpers.database import AGENT_LOGIN, APP_LOGIN, bind_login, login_dsn
 from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
-from helpers.database import AGENT_LOGIN, APP_LOGIN, bind_login, login_dsn
 from pymem.context import Context
-from pymem.vocabulary import is_plain_text
 from pymem.errors import ContextError
+from pymem.vocabulary import is_plain_text
 
 
 def set_ctx(conn, tenant, actor=None, adapter=None, scope=None, read_adapters=None):
@@ -115,9 +115,8 @@ def test_the_ledger_shows_only_what_the_context_could_read(database, scoped):
 
 
 def test_refusal_events_follow_the_refused_writes_scope(database, store):
-    from pymem import admit
+    from pymem import Provenance, admit
     from pymem.errors import MemoryAdmissionError
-    from pymem import Provenance
 
     red = store.bind(Context(tenant="acme", scope={"team": "red"}))
     with pytest.raises(MemoryAdmissionError):
@@ -177,12 +176,10 @@ def test_a_held_cursor_does_not_survive_the_pool(store):
         with store.pool.connection() as conn:
             with conn.transaction():
                 set_ctx(conn, "globex")
-                with pytest.raises(pgerr.InvalidCursorName):
-                    with conn.transaction():
-                        conn.execute("fetch all from leak")
-                with pytest.raises(pgerr.UndefinedTable):
-                    with conn.transaction():
-                        conn.execute("select * from stash")
+                with pytest.raises(pgerr.InvalidCursorName), conn.transaction():
+                    conn.execute("fetch all from leak")
+                with pytest.raises(pgerr.UndefinedTable), conn.transaction():
+                    conn.execute("select * from stash")
             assert conn.execute("select count(*) from pg_locks where locktype = 'advisory'"
                                 " and pid = pg_backend_pid()").fetchone()[0] == 0
             conn.rollback()
@@ -280,9 +277,8 @@ def test_the_database_and_python_agree_on_plain_text(database):
 
 
 def test_a_spoofed_source_is_cleaned_before_it_is_audited(database, store):
-    from pymem import admit
+    from pymem import Provenance, admit
     from pymem.errors import MemoryAdmissionError
-    from pymem import Provenance
 
     with pytest.raises(MemoryAdmissionError) as refused:
         admit(store.bind(Context(tenant="acme")), "a blog says so",

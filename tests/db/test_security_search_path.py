@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from psycopg import errors as pgerr
-
-from helpers.database import AGENT_LOGIN, AUDITOR_LOGIN, APP_LOGIN, bind_login, login_dsn
+from helpers.database import AGENT_LOGIN, APP_LOGIN, AUDITOR_LOGIN, bind_login, login_dsn
 
 # Every built-in type name the schema's functions use (declarations, casts, signatures), and a
 # few more. Each is shadowed in turn by a temporary domain.

@@ -11,17 +11,17 @@ import time
 from typing import Any
 
 import pytest
+from helpers.database import DIM, with_user
+from helpers.service import KEY, call, request, running, token
 
 from pymem import Context, InvalidArguments
 from pymem.admission import gate
-from pymem.errors import LockTimeout, PoolExhausted, TenantBusy
 from pymem.client import Client
+from pymem.errors import LockTimeout, PoolExhausted, TenantBusy
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
 from pymem.storage.endpoints import Endpoints
 from pymem.storage.store import Store
-from helpers.database import DIM, with_user
-from helpers.service import KEY, call, request, running, token
 
 
 def vec(i: int) -> list[float]:
@@ -156,8 +156,9 @@ def test_an_exhausted_pool_fails_the_surplus_fast_with_its_own_code(database):
 
 def _server_admin(database):
     """A superuser connection to the server's `postgres` database (to change the test database)."""
-    import psycopg
     from urllib.parse import urlsplit
+
+    import psycopg
 
     return psycopg.connect(with_user(database.admin_dsn, urlsplit(database.admin_dsn).username or "postgres",
                                      database="postgres"), autocommit=True)

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from helpers.service import KEY, request, running, token
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
-from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,
-                                 response_schema_conformance, status_code_conformance)
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from pymem.server.app import build_app
 from pymem.server.openapi import openapi_document
 from pymem.service.auth import TokenVerifier
-from helpers.service import KEY, request, running, token
 
 EXAMPLES = {GenerationMode.POSITIVE: 60, GenerationMode.NEGATIVE: 40}
 CHECKS = {
@@ -49,7 +54,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(kstore):
                           suppress_health_check=list(HealthCheck))
                 @given(case=operation.as_strategy(generation_mode=mode))
                 def check(case):
-                    case.call_and_validate(base_url=url, headers=headers, checks=CHECKS[mode])
+                    case.call_and_validate(base_url=url, headers=headers, checks=CHECKS[mode])  # noqa: B023 - run in this iteration
 
                 check()
                 ran += 1

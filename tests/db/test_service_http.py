@@ -8,6 +8,8 @@ import logging
 import time
 
 import pytest
+from helpers.database import DIM
+from helpers.service import KEY, call, request, running, token
 
 from pymem import InvalidArguments, MemoryAdmissionError
 from pymem.errors import IdempotencyConflict, RevisionMismatch
@@ -17,8 +19,6 @@ from pymem.server.app import build_app
 from pymem.server.openapi import openapi_document
 from pymem.service.auth import TokenVerifier
 from pymem.service.verbs import Verb
-from helpers.database import DIM
-from helpers.service import KEY, call, request, running, token
 
 AUD = {"aud": "pymem-test", "iss": "https://issuer.test"}
 

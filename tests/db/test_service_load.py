@@ -17,11 +17,11 @@ import time
 from collections import defaultdict
 
 import pytest
+from helpers.database import DIM
+from helpers.service import KEY, request, token
 
 from pymem import Context
 from pymem.client import Client
-from helpers.database import DIM
-from helpers.service import KEY, request, token
 
 CLIENTS = 16
 SECONDS = 20.0

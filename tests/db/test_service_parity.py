@@ -9,6 +9,8 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from helpers.database import DIM
+from helpers.service import KEY, running, token
 from mcp import Client as MCPClient
 from mcp.client.streamable_http import streamable_http_client
 
@@ -16,8 +18,6 @@ from pymem import Context, MemoryAdmissionError, NotFound, admit, erase, recall,
 from pymem.client import Client
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
-from helpers.database import DIM
-from helpers.service import KEY, running, token
 
 # (step, arguments): remember(record, provenance) | recall(query, top_k) | get(id) | list() | erase(ids)
 # | supersede(old_id, record, provenance)

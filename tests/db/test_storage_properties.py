@@ -11,10 +11,10 @@ import itertools
 import uuid
 
 import pytest
+from helpers.reference_store import ReferenceStore, assert_same_search
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
-from helpers.reference_store import ReferenceStore, assert_same_search
 
 from pymem.context import Context
 from pymem.errors import IdempotencyConflict, InvalidArguments, PymemError, RevisionMismatch
@@ -98,15 +98,15 @@ class StorageMachine(RuleBasedStateMachine):
         self.both(lambda: self.mems[actor].upsert_many(batch, idempotency_key=key, expected_revisions=expected),
                   lambda: self.ref.upsert_many(batch, idempotency_key=key, actor=actor, expected_revisions=expected))
 
-    @rule(memory_id=st.sampled_from(IDS + ["zz"]))
+    @rule(memory_id=st.sampled_from([*IDS, "zz"]))
     def get(self, memory_id):
         self.both(lambda: self.mems["u1"].get(memory_id), lambda: self.ref.get(memory_id))
 
-    @rule(ids=st.lists(st.sampled_from(IDS + ["zz"]), max_size=5))
+    @rule(ids=st.lists(st.sampled_from([*IDS, "zz"]), max_size=5))
     def get_many(self, ids):
         self.both(lambda: self.mems["u2"].get_many(ids), lambda: self.ref.get_many(ids))
 
-    @rule(ids=st.lists(st.sampled_from(IDS + ["zz"]), max_size=3))
+    @rule(ids=st.lists(st.sampled_from([*IDS, "zz"]), max_size=3))
     def delete(self, ids):
         self.both(lambda: self.mems["u1"].delete_many(ids), lambda: self.ref.delete_many(ids))
 

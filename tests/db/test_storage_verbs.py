@@ -192,7 +192,7 @@ def test_concurrent_calls_with_one_key_write_once(database):
                 barrier.wait()
                 results.append(s.bind(Context(tenant="acme", actor="u")).upsert_many(
                     [chunk(f"c{i}", vec(1, i)) for i in range(50)], idempotency_key="same"))
-            except Exception as exc:  # pragma: no cover - reported below
+            except Exception as exc:  # noqa: BLE001  # pragma: no cover - reported below
                 errors.append(exc)
 
         threads = [threading.Thread(target=call, args=(s,)) for s in stores]
@@ -236,11 +236,10 @@ def test_adapter_cannot_overwrite_another_adapters_row(store, database):
 
 
 def test_joins_the_callers_transaction(store, mem):
-    with store.pool.connection() as conn:
-        with conn.transaction(force_rollback=True):
-            mem.upsert_many([chunk("a", vec(1))], idempotency_key="k", conn=conn)
-            assert mem.get("a", conn=conn)["revision"] == 1
-            assert [h["chunk_id"] for h in mem.search(vec(1), top_k=1, conn=conn)] == ["a"]
+    with store.pool.connection() as conn, conn.transaction(force_rollback=True):
+        mem.upsert_many([chunk("a", vec(1))], idempotency_key="k", conn=conn)
+        assert mem.get("a", conn=conn)["revision"] == 1
+        assert [h["chunk_id"] for h in mem.search(vec(1), top_k=1, conn=conn)] == ["a"]
     assert mem.get("a") is None
 
 

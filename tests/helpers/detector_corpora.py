@@ -25,8 +25,8 @@ import itertools
 import random
 import string
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 DECISIONS = ROOT / "tests" / "data" / "detector_decisions.txt"
@@ -63,7 +63,7 @@ def long_notes() -> Iterator[str]:
 
     rng = random.Random(20261201)
     for size in (8192, 32768, 65536):
-        for k in range(3):
+        for _k in range(3):
             text = _note(rng, size)[:size]
             yield text
             payload = PAYLOADS[rng.randrange(len(PAYLOADS))][1]

@@ -14,7 +14,7 @@ def text_vector(text: str, dim: int = DIM) -> list[float]:
     stream = b""
     block = 0
     while len(stream) < 2 * dim:
-        stream += hashlib.sha256(f"{block}:{text}".encode("utf-8")).digest()
+        stream += hashlib.sha256(f"{block}:{text}".encode()).digest()
         block += 1
     v = [int.from_bytes(stream[2 * i:2 * i + 2], "big") / 32767.5 - 1.0 for i in range(dim)]
     norm = math.sqrt(math.fsum(x * x for x in v))
@@ -26,7 +26,7 @@ def embed(texts: list[str]) -> list[list[float]]:
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    dot = math.fsum(x * y for x, y in zip(a, b))
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=False))
     return dot / (math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b)))
 
 

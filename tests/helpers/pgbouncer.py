@@ -16,9 +16,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict
@@ -88,7 +88,7 @@ pidfile = {home / 'pgbouncer.pid'}
             shutil.chown(path, user=owner)
         command[1:1] = ["-u", owner]
     # its output goes to a file: a pipe nobody reads fills up and PgBouncer blocks writing its log
-    output = open(home / "pgbouncer.out", "wb")
+    output = open(home / "pgbouncer.out", "wb")  # noqa: SIM115 - PgBouncer writes to it until it stops
     process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
@@ -100,7 +100,7 @@ pidfile = {home / 'pgbouncer.pid'}
                 if process.poll() is not None or time.monotonic() > deadline:
                     log = (home / "pgbouncer.log").read_text() if (home / "pgbouncer.log").exists() else ""
                     out = (home / "pgbouncer.out").read_text(errors="replace")
-                    raise RuntimeError(f"pgbouncer did not start: {out}{log}")
+                    raise RuntimeError(f"pgbouncer did not start: {out}{log}") from None
                 time.sleep(0.05)
         yield "127.0.0.1", port
     finally:

@@ -29,7 +29,7 @@ def _f32(x: float) -> float:
 def cosine(a: list[float], b: list[float]) -> float:
     a = [_f32(x) for x in a]
     b = [_f32(x) for x in b]
-    dot = math.fsum(x * y for x, y in zip(a, b))
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=False))
     na = math.fsum(x * x for x in a)
     nb = math.fsum(y * y for y in b)
     return dot / math.sqrt(na * nb)
@@ -99,7 +99,7 @@ class ReferenceStore:
             have = self.rows[memory_id][1] if memory_id in self.rows else 0
             if have != want:
                 raise RevisionMismatch("stale")
-        for memory_id, record in zip(ids, records):
+        for memory_id, record in zip(ids, records, strict=False):
             revision = self.rows[memory_id][1] + 1 if memory_id in self.rows else 1
             self.rows[memory_id] = (copy.deepcopy(record), revision)
         self.keys[slot] = (digest, len(records))
@@ -164,7 +164,7 @@ def assert_same_search(got: list[dict], ref: ReferenceStore, vector: list[float]
     expected = scored[:top_k]
     assert len(got) == len(expected), (len(got), len(expected))
     by_id = {memory_id: score for score, memory_id in scored}
-    for hit, (score, _) in zip(got, expected):
+    for hit, (score, _) in zip(got, expected, strict=False):
         assert abs(hit["score"] - score) <= tol, (hit["score"], score)
         assert hit["chunk_id"] in by_id, "returned a row that is out of scope"
         assert abs(by_id[hit["chunk_id"]] - hit["score"]) <= tol

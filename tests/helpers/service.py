@@ -7,7 +7,8 @@ import http.client
 import json
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import jwt
 

@@ -8,22 +8,21 @@ triggers, policies, RLS flags, comments, owners and ACLs (the Alembic version ta
 from __future__ import annotations
 
 import ast
-import json
 import itertools
+import json
 import os
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from helpers.database import APP_LOGIN, PASSWORD, with_user
 
 from pymem import migrate
 from pymem.config import Settings
 from pymem.resources import migrations_dir, render_sql, sql_dir
-
-from helpers.database import APP_LOGIN, PASSWORD, with_user
 
 DIM = 384
 _names = itertools.count()
@@ -322,10 +321,8 @@ def _module_constants(path: Path) -> dict[str, object]:
     out: dict[str, object] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
+            with suppress(ValueError):
                 out[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
     return out
 
 

@@ -11,7 +11,7 @@ from pymem.delivery import ApproxTokenCounter
 from pymem.delivery.budget import fit
 from pymem.delivery.envelope import DeliveredItem, DigestEntry, render
 
-T0 = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 30, tzinfo=dt.UTC)
 COUNTER = ApproxTokenCounter()
 
 
@@ -40,7 +40,7 @@ def test_never_over_budget_and_says_when_it_truncated(extra):
 
 def test_priority_hot_then_recalled_then_digest_and_a_long_item_does_not_block_short_ones():
     long = DeliveredItem("recalled", "long", T0, None, None, "user_asserted", "user", "word " * 400)
-    fitted = fit(DIGEST, items("hot", 2, words=5), [long] + items("recalled", 2, words=5), budget=ENVELOPE + 330,
+    fitted = fit(DIGEST, items("hot", 2, words=5), [long, *items("recalled", 2, words=5)], budget=ENVELOPE + 330,
                  counter=COUNTER)
     assert [i.id for i in fitted.hot] == ["hot-0", "hot-1"]
     assert [i.id for i in fitted.recalled] == ["recalled-0", "recalled-1"] and fitted.omitted >= 1

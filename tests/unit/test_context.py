@@ -10,7 +10,6 @@ import pytest
 from pymem.context import Context, check_scope, parse_scope_pairs
 from pymem.errors import ContextError, InvalidArguments
 
-
 # -- Context -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("tenant", ["", None, " acme", "acme ", "a\x00b", "x" * 201, 42, b"acme"])

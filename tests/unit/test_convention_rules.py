@@ -7,8 +7,16 @@ import random
 import pytest
 
 from pymem import InvalidArguments
-from pymem.conventions.rules import (check_commit, check_rule_text, check_subject, check_symbol, contradicts,
-                                     core_words, is_negative, ruleset_hash)
+from pymem.conventions.rules import (
+    check_commit,
+    check_rule_text,
+    check_subject,
+    check_symbol,
+    contradicts,
+    core_words,
+    is_negative,
+    ruleset_hash,
+)
 
 
 @pytest.mark.parametrize("a,b,expected", [
@@ -49,7 +57,7 @@ def test_the_ruleset_hash_ignores_order_ids_and_times():
     assert ruleset_hash([]) == ruleset_hash([])
     for field, value in (("version", 9), ("status", "retired"), ("base_commit", "b" * 40), ("assertion", "make"),
                          ("subject", "x"), ("rule_sha256", "f" * 64), ("subject_symbol", "s")):
-        changed = [dict(RULES[0], **{field: value})] + RULES[1:]
+        changed = [dict(RULES[0], **{field: value}), *RULES[1:]]
         assert ruleset_hash(changed) != ruleset_hash(RULES), field
 
 

@@ -188,7 +188,7 @@ def test_invisible_characters_anywhere_do_not_hide_a_payload(data):
 @settings(max_examples=100, deadline=None)
 @given(flips=st.lists(st.booleans(), min_size=len(PAYLOAD), max_size=len(PAYLOAD)))
 def test_any_casing_is_detected(flips):
-    text = "".join(c.upper() if f else c.lower() for c, f in zip(PAYLOAD, flips))
+    text = "".join(c.upper() if f else c.lower() for c, f in zip(PAYLOAD, flips, strict=False))
     assert instruction_shaped(text) == "override.ignore_previous"
 
 

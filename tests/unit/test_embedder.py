@@ -16,15 +16,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pymem.embedder as embedder_module
-from pymem.embedder import (E5SmallEmbedder, Embedder, LexicalEmbedder, MiniLMEmbedder, check_dimension,
-                            default_embedder_name, embed_query, get_embedder, similarity_floor_of)
+from pymem.embedder import (
+    E5SmallEmbedder,
+    Embedder,
+    LexicalEmbedder,
+    MiniLMEmbedder,
+    check_dimension,
+    default_embedder_name,
+    embed_query,
+    get_embedder,
+    similarity_floor_of,
+)
 from pymem.errors import InvalidArguments
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def cos(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=False))
 
 
 def norm(v: list[float]) -> float:

@@ -10,7 +10,7 @@ import pytest
 
 from pymem.delivery.envelope import CLOSE, OPEN, DeliveredItem, DigestEntry, escape, render
 
-T0 = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
 HEADERS = ("## Other sessions", "## Always included", "## Recalled for this turn")
 
 ATTACKS = [

@@ -9,8 +9,14 @@ import pytest
 
 from pymem.errors import InvalidArguments
 from pymem.langgraph.filters import compile_filter
-from pymem.langgraph.namespaces import (is_reserved_axis, item_id, namespace_scope, own_scope, prefix_scope,
-                                        select_namespaces)
+from pymem.langgraph.namespaces import (
+    is_reserved_axis,
+    item_id,
+    namespace_scope,
+    own_scope,
+    prefix_scope,
+    select_namespaces,
+)
 
 
 def test_a_namespace_is_scope_axes_and_a_prefix_is_contained_in_it():

@@ -6,8 +6,18 @@ from fractions import Fraction
 
 import pytest
 
-from pymem.lessons.similarity import (TAG_THRESHOLD, WORD_THRESHOLD, is_near_duplicate, jaccard, normalise_tags,
-                                      rank_score, shared_tags, tag_similarity, word_similarity, words)
+from pymem.lessons.similarity import (
+    TAG_THRESHOLD,
+    WORD_THRESHOLD,
+    is_near_duplicate,
+    jaccard,
+    normalise_tags,
+    rank_score,
+    shared_tags,
+    tag_similarity,
+    word_similarity,
+    words,
+)
 
 
 def test_words_are_casefolded_runs_of_letters_and_digits():
@@ -19,7 +29,7 @@ def test_words_are_casefolded_runs_of_letters_and_digits():
 def test_jaccard_is_exact():
     assert jaccard("abc", "abcd") == Fraction(3, 4)
     assert jaccard([], []) == 0
-    assert TAG_THRESHOLD == Fraction(3, 4) and WORD_THRESHOLD == Fraction(4, 5)
+    assert Fraction(3, 4) == TAG_THRESHOLD and Fraction(4, 5) == WORD_THRESHOLD
 
 
 def test_tags_are_normalised():

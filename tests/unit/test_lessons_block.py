@@ -12,7 +12,7 @@ from pymem.lessons import LessonCache, LessonsForTask
 from pymem.delivery.budget import fit
 from pymem.delivery.envelope import render
 
-T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def lesson(i: int = 0, text: str = "Retry webhooks at most three times", age: float = 0.5, **kw) -> DeliveredLesson:
@@ -37,7 +37,7 @@ def test_stored_text_cannot_leave_its_line():
     assert sum(1 for ln in lines if ln.startswith("<<<")) == 2
     assert sum(1 for ln in lines if ln.startswith("- lesson ")) == 1
     assert not any(ln.startswith("## Always") for ln in lines)
-    assert "\\u202e" in lines[[i for i, ln in enumerate(lines) if ln.startswith("- lesson ")][0]]
+    assert "\\u202e" in lines[next(i for i, ln in enumerate(lines) if ln.startswith("- lesson "))]
 
 
 def test_the_staleness_caveat_is_for_lessons_older_than_a_day():

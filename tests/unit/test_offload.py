@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from helpers.poisoning_corpus import BENIGN, PAYLOADS
+
 from pymem.admission import judge, offload
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance
-from helpers.poisoning_corpus import BENIGN, PAYLOADS
 
 
 def test_a_large_note_is_judged_in_a_worker_as_it_is_in_process():

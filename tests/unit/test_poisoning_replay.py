@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from helpers.poisoning_corpus import BENIGN, PAYLOADS
+
 from pymem.admission.judge import judge
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pymem.errors import InvalidArguments
 from pymem.admission.policy import AdmissionPolicy, OriginRule
 from pymem.admission.provenance import Origin, Provenance
+from pymem.errors import InvalidArguments
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from pymem import InvalidArguments
 from pymem.delivery import DEFAULT_FLOOR
 from pymem.delivery.ranking import RECENCY_HALF_LIFE_DAYS, RECENCY_WEIGHT, rank_score, recency, similarity_floor
 
-NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 
 
 def test_the_recency_formula():

@@ -10,12 +10,12 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from helpers.service import KEY, token
 
 from pymem import Context, InvalidArguments
 from pymem.errors import Unauthenticated
 from pymem.server.app import build_app
 from pymem.service.auth import MIN_SECRET_BYTES, TokenVerifier, mint_token
-from helpers.service import KEY, token
 
 KEY_ENV = ("PYMEM_JWT_KEY", "PYMEM_JWT_PUBLIC_KEY", "PYMEM_JWT_AUDIENCE", "PYMEM_JWT_ISSUER")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from helpers.service import KEY
 
 from pymem.cli import main
 from pymem.service.auth import TokenVerifier
-from helpers.service import KEY
 
 CLEAN = {"PYMEM_JWT_KEY": None, "PYMEM_JWT_PUBLIC_KEY": None, "PYMEM_JWT_AUDIENCE": None, "PYMEM_JWT_ISSUER": None,
          "PYMEM_TENANT": None, "PYMEM_ACTOR": None, "PYMEM_ADAPTER": None, "PYMEM_SCOPE": None}

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import bpe_openai
 import pytest
+from helpers.poisoning_corpus import BENIGN, PAYLOADS
 
 from pymem.delivery import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter
 from pymem.delivery.envelope import DeliveredItem, DigestEntry, render
-
-from helpers.poisoning_corpus import BENIGN, PAYLOADS
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNTER = ApproxTokenCounter()
@@ -34,7 +33,7 @@ def corpus() -> dict[str, list[str]]:
     readme = [p for f in prose for p in f.read_text(encoding="utf-8").split("\n\n") if p.strip()]
     code = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "pymem").rglob("*.py"))]
     sql = (ROOT / "sql" / "schema.sql").read_text(encoding="utf-8")
-    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     intl = ["今日は天気がとても良いので、公園で散歩をしました。", "请把发票寄到我们在上海的办公室，谢谢。",
             "데이터베이스는 매주 화요일에 백업됩니다.", "Привет, как дела? Счёт нужно выставить в евро.",
             "مرحبا، يرجى إرسال الفاتورة باليورو.", "Ελπίζω να είστε καλά σήμερα.", "🙂🎉🚀 deploy done ✅ 👍🏽 🇫🇷",
