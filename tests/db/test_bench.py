@@ -55,7 +55,7 @@ def test_bench_reports_the_stable_keys_and_scales(store, server_dsn):
 def test_bench_hybrid_mode_reports_hybrid_beside_vector(store, server_dsn):
     """--hybrid: rows carry words, the hybrid variants run beside the vector ones, each measured
     against its exact twin, and pymem's hybrid search returns the full top_k at every size."""
-    from pymem.tools.bench import HYBRID_VARIANTS
+    from benchmarks.bench import HYBRID_VARIANTS
 
     name = f"pymem_bench_hybrid_{os.getpid()}"
     report = run(store, BenchConfig(rows=1_000, dims=8, queries=3, write_rows=500, database=name, hybrid=True))
@@ -74,7 +74,7 @@ def test_bench_hybrid_mode_reports_hybrid_beside_vector(store, server_dsn):
 
 def test_hybrid_rows_keep_the_vectors_of_the_vector_only_run():
     """The words come from a random source of their own: --hybrid times the same vectors."""
-    from pymem.tools.bench import _Data
+    from benchmarks.bench import _Data
 
     plain, worded = _Data(8, 4, 1), _Data(8, 4, 1, words=True)
     a = [plain.record("t", i) for i in range(20)]

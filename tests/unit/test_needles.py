@@ -82,7 +82,7 @@ def _full_scan(text: str) -> str | None:
 
 def test_a_payload_at_the_end_of_a_long_note_is_found_as_before():
     from helpers.poisoning_corpus import PAYLOADS
-    from pymem.tools.admission_bench import _note
+    from benchmarks.admission_bench import _note
     import random
 
     prose = _note(random.Random(3), 65536)[:65536]
