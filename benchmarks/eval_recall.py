@@ -32,12 +32,14 @@ import math
 import re
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pymem.context import Context
 from pymem.errors import InvalidArguments, MemoryAdmissionError
+
 from .bench import scratch_database
 
 __all__ = ["load_locomo", "run", "format_report", "CATEGORIES", "KS"]
@@ -68,7 +70,7 @@ def _date(text: Any) -> _dt.datetime | None:
         return None
     for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
         try:
-            return _dt.datetime.strptime(text.strip(), fmt).replace(tzinfo=_dt.timezone.utc)
+            return _dt.datetime.strptime(text.strip(), fmt).replace(tzinfo=_dt.UTC)
         except ValueError:
             continue
     return None

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from .errors import InvalidArguments
 from .vocabulary import MAX_CONTENT_BYTES
@@ -254,12 +255,12 @@ class Settings:
         return not self.dsn
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> "Settings":
+    def from_file(cls, path: str | os.PathLike[str]) -> Settings:
         """Settings from a TOML file (see read_settings_file), and nothing from the environment."""
         return cls.from_env(read_settings_file(path))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from the environment (or from `environ`, a mapping of PYMEM_* variables), read now."""
         env = environment() if environ is None else environ
         dsn = env.get("PYMEM_DSN", "").strip() or None

@@ -6,9 +6,9 @@ through row-level security once pymem.set_context() has put it in transaction-lo
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterable, Mapping
 
 from .errors import ContextError
 from .vocabulary import MAX_NAME, is_plain_text

@@ -53,22 +53,23 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from .admission.judge import rejudge
+from .admission.policy import AdmissionPolicy, admission_policy_in_force
+from .admission.trust import AdapterTrustPolicy, active_trust_policy
+from .config import environment
+from .embedder import Embedder, embed_query, similarity_floor_of
+from .errors import InvalidArguments
 from .storage import search as _search
 from .storage.as_of import check_as_of, search_rows_as_of
 from .storage.search import SearchHit
 from .storage.validate import check_embedding
-from .admission.judge import rejudge
-from .embedder import Embedder, embed_query, similarity_floor_of
-from .config import environment
-from .errors import InvalidArguments
 from .vocabulary import MAX_QUERY_BYTES, canonical_json
-from .admission.policy import AdmissionPolicy, admission_policy_in_force
-from .admission.trust import AdapterTrustPolicy, active_trust_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
@@ -252,13 +253,13 @@ def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, g
     return decision
 
 
-def _query_vector(memories: "Memories", query: Any, embedder: Embedder | None) -> list[float]:
+def _query_vector(memories: Memories, query: Any, embedder: Embedder | None) -> list[float]:
     if isinstance(query, str):
         if not query.strip():
             raise InvalidArguments("the recall query is empty")
         check_query_text(query)
         return embed_query(memories.store.text_embedder(embedder), query)
-    if isinstance(query, (bytes, Mapping)) or not isinstance(query, Sequence) and not hasattr(query, "tolist"):
+    if isinstance(query, (bytes, Mapping)) or (not isinstance(query, Sequence) and not hasattr(query, "tolist")):
         raise InvalidArguments(f"the recall query must be text or a vector, not {type(query).__name__}")
     return list(query.tolist() if hasattr(query, "tolist") else query)
 
@@ -292,7 +293,7 @@ def _event_time(record: Any) -> _dt.datetime | None:
         when = _dt.datetime.fromisoformat(value)
     except ValueError:
         return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.timezone.utc)
+    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.UTC)
 
 
 def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
@@ -322,7 +323,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
         reason=decision.reason, event_at=_event_time(row.record))
 
 
-def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5,
+def recall(memories: Memories, query: str | Sequence[float], *, top_k: int = 5,
            policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
            embedder: Embedder | None = None, scope_filter: Mapping[str, str] | None = None,
            as_of: Any = None, floor: float | None = None, hybrid: bool = True,
@@ -370,7 +371,7 @@ was believed then (default: now). `policy` and `trust`: default the store's
         return _judged(lambda fetch: search(c, fetch), top_k, floor, policy, trust, guard)
 
 
-def recall_session(memories: "Memories", session_id: str, query: str | Sequence[float], *, top_k: int = 5,
+def recall_session(memories: Memories, session_id: str, query: str | Sequence[float], *, top_k: int = 5,
                    policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
                    embedder: Embedder | None = None, floor: float | None = None, hybrid: bool = True,
                    conn: psycopg.Connection | None = None) -> RecallResult:

@@ -40,7 +40,7 @@ class FeatureSpec:
         return {"bits": self.bits, "word_orders": list(self.word_orders), "char_range": list(self.char_range)}
 
     @classmethod
-    def from_json(cls, data: dict) -> "FeatureSpec":
+    def from_json(cls, data: dict) -> FeatureSpec:
         return cls(int(data["bits"]), tuple(int(n) for n in data["word_orders"]), tuple(int(n) for n in data["char_range"]))
 
 

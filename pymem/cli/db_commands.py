@@ -5,8 +5,17 @@ from __future__ import annotations
 import click
 
 from .. import Settings, get_embedder, reembed
-from ..admin import (admin_connection, bind_login, database_status, list_bindings, register_signing_key, stop_embedded,
-                     unbind_login, upgrade_schema, upgrade_sql)
+from ..admin import (
+    admin_connection,
+    bind_login,
+    database_status,
+    list_bindings,
+    register_signing_key,
+    stop_embedded,
+    unbind_login,
+    upgrade_schema,
+    upgrade_sql,
+)
 from ..context import parse_scope_pairs
 from ..integrity import load_or_create_key
 from .common import PymemCommandError, echo_json, handle_errors, json_option, open_store, stderr

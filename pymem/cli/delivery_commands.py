@@ -8,8 +8,16 @@ import json
 import click
 
 from .. import Context, MemoryAdmissionError, Provenance, PymemError, end_session, erase, start_session, supersede
-from ..delivery import (erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections,
-                        recall_session, replace_summary, session_injections)
+from ..delivery import (
+    erase_session,
+    inspect_memories,
+    inspect_memory,
+    list_sessions,
+    memory_injections,
+    recall_session,
+    replace_summary,
+    session_injections,
+)
 from ..lessons import deliver_with_lessons
 from ..vocabulary import SURFACES
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table

@@ -17,7 +17,16 @@ import click
 from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, recall
 from ..delivery import tier_of
 from ..integrity import history, refusals
-from .common import JSON_DOCUMENT_HELP, context_options, echo_json, handle_errors, json_option, open_store, stderr, table
+from .common import (
+    JSON_DOCUMENT_HELP,
+    context_options,
+    echo_json,
+    handle_errors,
+    json_option,
+    open_store,
+    stderr,
+    table,
+)
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])
 

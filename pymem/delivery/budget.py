@@ -22,8 +22,8 @@ Any other counter is called on each whole block, as before.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from ..errors import InvalidArguments
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry, render

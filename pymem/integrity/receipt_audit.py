@@ -20,8 +20,9 @@ edited) is pymem.verify_chain's job, which `pymem verify` runs first.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -68,7 +69,7 @@ class ReceiptForm:
         return hashlib.sha256(self.signed_bytes()).digest()
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "ReceiptForm":
+    def from_row(cls, row: Mapping[str, Any]) -> ReceiptForm:
         """From a pymem.convention_receipts row, by column name."""
         return cls(tenant=row["tenant_id"], id=row["id"], version=row["version"], scope=dict(row["scope"]),
                    source_adapter=row["source_adapter"], subject=row["subject"], subject_symbol=row["subject_symbol"],

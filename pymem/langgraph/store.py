@@ -29,11 +29,20 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from langgraph.store.base import (BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp,
-                                  SearchItem, SearchOp)
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 from pgvector import Vector
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
@@ -443,7 +452,7 @@ def _count(value: Any, what: str) -> int:
 
 
 def _micros(moment: _dt.datetime) -> int:
-    delta = moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    delta = moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

@@ -10,7 +10,8 @@ pymem.service.verbs, in the call's context only.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context as ToolContext
 from mcp.server.mcpserver import MCPServer

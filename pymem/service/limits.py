@@ -33,8 +33,9 @@ import itertools
 import os
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from ..config import Settings
 from ..errors import InvalidArguments, PoolExhausted, TenantBusy

@@ -16,20 +16,30 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import psycopg
-from psycopg import errors as pgerr
 from pgvector import Vector
+from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
 from .. import queries
 from ..context import Context, check_scope
 from ..errors import AccessDenied, ContextError, InvalidArguments
-from ..vocabulary import (INJECTED, OPERATOR_ORIGIN, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MAX_POLICY_FINGERPRINT,
-                          MAX_RECORD_BYTES, ORIGINS, WRITE_COLUMNS, canonical_json)
+from ..vocabulary import (
+    INJECTED,
+    KIND_PATTERN,
+    MAX_INJECTION_SOURCE_BYTES,
+    MAX_POLICY_FINGERPRINT,
+    MAX_RECORD_BYTES,
+    OPERATOR_ORIGIN,
+    ORIGINS,
+    WRITE_COLUMNS,
+    canonical_json,
+)
 from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
 
 __all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows",

@@ -4,14 +4,14 @@ expired against a real git repository, and hashed into a ruleset two installatio
 from __future__ import annotations
 
 import pytest
+from helpers.lessons import GATE, commit_files, ctx, keyed_store, new_repo
 
 from pymem import AccessDenied, InvalidArguments, MemoryAdmissionError, NotFound
 from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
 from pymem.errors import ConventionConflict
-from pymem.lessons import list_lessons
 from pymem.integrity.receipt_audit import ReceiptForm
 from pymem.integrity.signing import load_key, verify_signature
-from helpers.lessons import GATE, commit_files, ctx, keyed_store, new_repo
+from pymem.lessons import list_lessons
 
 C1, C2, C3 = "1" * 40, "2" * 40, "3" * 64
 TABS = "Indent Makefile recipes with tabs"

@@ -14,15 +14,15 @@ import json
 
 import psycopg
 import pytest
-
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from helpers.delivery import EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
 from helpers.lessons import lesson
+
 from pymem import Context, deliver, recall, start_session
 from pymem.admission import AdapterTrustPolicy
 from pymem.errors import UnknownSession
-from pymem.lessons import LessonCache, deliver_with_lessons, lessons_for_task
 from pymem.langgraph import PymemStore
+from pymem.lessons import LessonCache, deliver_with_lessons, lessons_for_task
 
 QUERY = "what does the user like to drink in the morning"
 DIM = 384

@@ -14,22 +14,22 @@ import uuid
 
 import psycopg
 import pytest
-from psycopg import errors as pgerr
-
-from pymem.admission import refusals as refusal_audit
-from pymem.integrity import audit
-from pymem.admission.judge import digest_of_arguments
-from pymem.context import Context
-from pymem.embedder import LexicalEmbedder
-from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
-from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
-from pymem.admission import WriteGate
-from pymem.admission.policy import AdmissionPolicy
-from pymem.admission.provenance import Origin, Provenance
-from pymem.integrity.verify import verify_chain
-from pymem.delivery.sessions import start_session
 from helpers.provenance import prov
 from helpers.settings import reload_with
+from psycopg import errors as pgerr
+
+from pymem.admission import WriteGate
+from pymem.admission import refusals as refusal_audit
+from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
+from pymem.admission.judge import digest_of_arguments
+from pymem.admission.policy import AdmissionPolicy
+from pymem.admission.provenance import Origin, Provenance
+from pymem.context import Context
+from pymem.delivery.sessions import start_session
+from pymem.embedder import LexicalEmbedder
+from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
+from pymem.integrity import audit
+from pymem.integrity.verify import verify_chain
 
 DIM = 384
 POLICY = AdmissionPolicy()

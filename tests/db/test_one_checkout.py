@@ -7,15 +7,15 @@ from __future__ import annotations
 import threading
 
 import pytest
+from helpers.lessons import EMBEDDER, GATE, ctx
+from helpers.service import KEY, call, running, token
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
+from benchmarks.wire import WireCounter
 from pymem import Provenance, admit, deliver, start_session
 from pymem.langgraph import PymemStore
 from pymem.storage.endpoints import Endpoints
 from pymem.storage.store import Store
-from benchmarks.wire import WireCounter
-from helpers.lessons import EMBEDDER, GATE, ctx
-from helpers.service import KEY, call, running, token
 
 
 def _seed(mem) -> None:
