@@ -71,7 +71,7 @@ def pyrit() -> list[dict]:
     templates = external.pyrit_templates()
     memory_goals = goals(1, rng, len(templates))
     return [_ex("pyrit", 1, t["text"].replace("{{ prompt }}", g), "template+memory_goal", i, core=g)
-            for i, (t, (_, g)) in enumerate(zip(templates, memory_goals))]
+            for i, (t, (_, g)) in enumerate(zip(templates, memory_goals, strict=False))]
 
 
 def own_framings() -> list[dict]:
@@ -89,7 +89,7 @@ def host_documents() -> list[dict]:
     hidden_goals = goals(3, rng, 45 * len(hosts.KINDS))
     n = 0
     for kind in sorted(hosts.KINDS):
-        for k in range(45):
+        for _k in range(45):
             seed = SEED + 1000 * n
             out.append(_ex("host-documents", 0, hosts.document(kind, seed), kind, n))
             payload = rng.choice(hosts.HIDDEN).format(goal=hidden_goals[n][1])

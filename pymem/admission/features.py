@@ -13,6 +13,7 @@ so what is learned is exactly what is scored.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from array import array
@@ -64,10 +65,10 @@ def word_buckets(text: str, spec: FeatureSpec) -> set[int]:
     if 1 in orders:
         out.update(h & mask for h in table.values())
     if 2 in orders and len(hashes) > 1:
-        out.update((crc32(b"\x01", h) ^ (g * 0x9E3779B1)) & mask for h, g in set(zip(hashes, hashes[1:])))
+        out.update((crc32(b"\x01", h) ^ (g * 0x9E3779B1)) & mask for h, g in set(itertools.pairwise(hashes)))
     if 3 in orders and len(hashes) > 2:
         out.update((crc32(b"\x02", h) ^ (g * 0x85EBCA6B) ^ (k * 0xC2B2AE35)) & mask
-                   for h, g, k in set(zip(hashes, hashes[1:], hashes[2:])))
+                   for h, g, k in set(zip(hashes, hashes[1:], hashes[2:], strict=False)))
     return out
 
 

@@ -142,10 +142,7 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
                                   database=database or "pymem_bench", keep=keep, hybrid=hybrid)
     progress = lambda message: stderr(f"bench: {message}")  # noqa: E731
     with open_store() as store:
-        if scaling:
-            report = tool.run_scaling(store, config, progress)
-        else:
-            report = tool.run(store, config, progress=progress)
+        report = tool.run_scaling(store, config, progress) if scaling else tool.run(store, config, progress=progress)
     if as_json:
         echo_json(report)
     elif scaling:

@@ -52,7 +52,7 @@ def _sections(keep: list, present: tuple[bool, bool, bool, bool]) -> tuple:
     hot = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "hot"]
     recalled = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "recalled"]
     lessons = [e for e in keep if isinstance(e, DeliveredLesson)]
-    return tuple(part if shown else None for part, shown in zip((digest, hot, recalled, lessons), present))
+    return tuple(part if shown else None for part, shown in zip((digest, hot, recalled, lessons), present, strict=False))
 
 
 def _render(keep: list, total: int, omitted: int, budget: int, present: tuple[bool, bool, bool, bool]) -> str:
@@ -105,7 +105,7 @@ def fit(digest: Sequence[DigestEntry] | None, hot: Sequence[DeliveredItem] | Non
                                    f"({counter.count(empty)} tokens by {counter.name})")
         keep = []
         for entry in entries:
-            if count(_render(keep + [entry], total, total, budget, present)) <= budget:
+            if count(_render([*keep, entry], total, total, budget, present)) <= budget:
                 keep.append(entry)
     while True:
         omitted = total - len(keep)

@@ -170,7 +170,7 @@ def _findings(trusted: str | None, registered: str | None, receipts: list[dict],
         details = event["details"]
         key = (event["tenant_id"], details.get("receipt"))
         if event["event"] in ANCHORS:
-            anchors.setdefault(key + (details.get("version"),), []).append(event)
+            anchors.setdefault((*key, details.get("version")), []).append(event)
         else:
             ends.setdefault(key, []).append(event)
     versions = {(r["tenant_id"], r["id"], r["version"]) for r in receipts}

@@ -402,7 +402,7 @@ def test_deliver_ranks_by_the_querys_words_and_vector_together(acme):
     match = admit(acme, {"content": "The zebra lighthouse keeper"}, Provenance("user_asserted"), policy=POLICY,
                   embedder=embedder)["id"]
     by_vector = recall(acme, "zebra lighthouse", top_k=1, floor=-1, hybrid=False, policy=POLICY, embedder=embedder)
-    assert [k.id for k in by_vector.kept][0] in notes  # the notes tie by cosine, ahead of the match
+    assert next(k.id for k in by_vector.kept) in notes  # the notes tie by cosine, ahead of the match
     delivered = deliver(acme, "s", "zebra lighthouse", top_k=1, max_hot=0, max_sessions=0, floor=-1,
                         policy=DEFAULTS["policy"], trust=DEFAULTS["trust"], embedder=embedder)
     assert [i.id for i in delivered.items] == [match]

@@ -125,7 +125,7 @@ def test_lessons_reach_only_the_sessions_that_receive_their_scope(tenant):
 def test_a_bound_scoped_agent_receives_its_scope_and_its_ancestors_and_cannot_open_a_sibling(tenant, database):
     """An agent login bound to user u2: tenant-wide and u2's memories reach its sessions; a branch it
     names itself ({"team": "t2"} added to its context) does not open."""
-    store, ids = tenant
+    _store, ids = tenant
     bind_login(database, AGENT_LOGIN, adapter="codex", tenants=["acme"], scope={"user": "u2"})
     agent_store = database.store(dsn=login_dsn(database, AGENT_LOGIN))
     try:
@@ -153,7 +153,7 @@ def test_a_bound_scoped_agent_receives_its_scope_and_its_ancestors_and_cannot_op
 
 
 def test_a_bound_agent_store_receives_no_langgraph_item_of_another_user(tenant, database):
-    store, ids = tenant
+    _store, ids = tenant
     bind_login(database, AGENT_LOGIN, adapter="codex", tenants=["acme"])
     agent_store = database.store(dsn=login_dsn(database, AGENT_LOGIN))
     try:

@@ -192,7 +192,7 @@ def test_refusal_survives_a_swallowed_exception(acme, store, database):
               embedder=EMBEDDER)
     except MemoryAdmissionError:
         pass  # the caller swallows it
-    [(seq, actor, adapter, details)] = refusal_events(database)
+    [(_seq, actor, adapter, details)] = refusal_events(database)
     assert actor == "u1" and adapter is None
     assert details["decision"] == "refused" and details["action_class"] == "memory.persist"
     assert details["tool"] == "memory.write:crm" and details["origin"] == "user_asserted"

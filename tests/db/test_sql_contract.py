@@ -286,7 +286,7 @@ def test_session_row_is_the_table(admin):
 def test_tenant_verification_is_verify_chains_result(admin):
     names, modes = admin.execute(
         "select proargnames, proargmodes from pg_proc where oid = 'pymem.verify_chain(text)'::regprocedure").fetchone()
-    columns = [n for n, m in zip(names, modes) if m == "t"]
+    columns = [n for n, m in zip(names, modes, strict=False) if m == "t"]
     assert ["tenant" if c == "tenant_id" else c for c in columns] == fields(TenantVerification)
 
 
