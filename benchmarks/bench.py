@@ -417,7 +417,8 @@ def _search(store, admin_dsn: str, data: _Data, queried, config: BenchConfig, ef
             def pymem_hybrid(plan, ctx=ctx):
                 def call(query):
                     with store.transaction(ctx, None, snapshot=True) as c:
-                        hits = search_rows(c, ctx, query[0], k, dim=config.dims, with_vectors=False, plan=plan, text=query[1])
+                        hits = search_rows(c, ctx, query[0], k, dim=config.dims, with_vectors=False, plan=plan,
+                                           text=query[1])
                     return [h.id for h in hits]
                 return call
 
@@ -513,7 +514,8 @@ def _writes(store, admin_dsn: str, data: _Data, config: BenchConfig, progress) -
             writes = {
                 "pymem": lambda batch=batch, i=i: mem.upsert_many(batch, idempotency_key=f"write-{i}"),
                 "raw_insert": lambda batch=batch: insert(batch),
-                "raw_copy": lambda batch=batch: _copy_rows(raw, "bench_raw.items", "bench-write-copy", batch, binary=True),
+                "raw_copy": lambda batch=batch: _copy_rows(raw, "bench_raw.items", "bench-write-copy", batch,
+                                                           binary=True),
             }
             per_batch.append(_timed_round(writes, i, seconds))
     out = {"rows": m, "pymem_rows_per_s": round(m / seconds["pymem"]),
@@ -641,5 +643,5 @@ def format_scaling(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["HYBRID_VARIANTS", "BenchConfig", "run", "run_scaling", "format_report", "format_scaling", "with_database", "scratch_database",
-           "Scratch", "server_facts", "SCALING_ROWS"]
+__all__ = ["HYBRID_VARIANTS", "BenchConfig", "run", "run_scaling", "format_report", "format_scaling", "with_database",
+           "scratch_database", "Scratch", "server_facts", "SCALING_ROWS"]

@@ -142,7 +142,7 @@ def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lam
                 "deliver": lambda q: deliver(mem, session, q, **options),
                 "with lessons": lambda q: deliver_with_lessons(mem, session, q, ["support"], cache=None, **options),
             }
-            for name, fn in runs.items():  # warm: the pool filled, plans cached, the embedder's tables built
+            for fn in runs.values():  # warm: the pool filled, plans cached, the embedder's tables built
                 for q in queries[:5]:
                     fn(q)
             meter = _Meter(measured, wire)

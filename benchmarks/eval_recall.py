@@ -136,7 +136,8 @@ class BM25:
             for i, tf in enumerate(self.tf):
                 c = tf.get(w)
                 if c:
-                    scores[i] += idf * c * (self.k1 + 1) / (c + self.k1 * (1 - self.b + self.b * len(self.tokens[i]) / self.avg))
+                    norm = 1 - self.b + self.b * len(self.tokens[i]) / self.avg
+                    scores[i] += idf * c * (self.k1 + 1) / (c + self.k1 * norm)
         return [i for i in sorted(range(self.n), key=lambda i: -scores[i]) if scores[i] > 0]
 
 
@@ -250,7 +251,8 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
                 report["deliver_evidence"] += bool(set(items) & evidence)
                 report["deliver_empty"] += not items
                 cos = _cosine_ranking(qv, vectors)
-                best_cosine[conv.name].append(sum(a * b for a, b in zip(qv, vectors[cos[0]], strict=False)) if cos else -1.0)
+                best_cosine[conv.name].append(
+                    sum(a * b for a, b in zip(qv, vectors[cos[0]], strict=False)) if cos else -1.0)
                 bm = bm25.ranking(question)
                 tally.add("BM25", category, [ids[i] for i in bm], evidence)
                 tally.add("raw cosine", category, [ids[i] for i in cos], evidence)
@@ -273,7 +275,8 @@ def _held_out_floors(best: dict[str, list[float]], shipped: float | None) -> dic
         if not rest or not values:
             continue
         floor = rest[max(0, int(0.01 * len(rest)) - 1)]
-        folds[name] = {"floor": round(floor, 3), "held_out_empty": round(sum(v < floor for v in values) / len(values), 3)}
+        folds[name] = {"floor": round(floor, 3),
+                       "held_out_empty": round(sum(v < floor for v in values) / len(values), 3)}
     every = [v for vs in best.values() for v in vs]
     out: dict[str, Any] = {"folds": folds}
     if shipped is not None and every:

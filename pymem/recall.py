@@ -74,8 +74,9 @@ from .vocabulary import MAX_QUERY_BYTES, canonical_json
 if TYPE_CHECKING:  # pragma: no cover
     from .storage.memories import Memories
 
-__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
-           "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
+__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit",
+           "candidate_count", "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE",
+           "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
 #: The floor when neither the caller, the store's settings nor the embedder names one.
@@ -210,7 +211,8 @@ class _Verdicts:
             text = canonical_json([record, provenance])
         except (TypeError, ValueError):
             return None  # not JSON-shaped: judge it every time
-        return fingerprint or policy.fingerprint, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+        return fingerprint or policy.fingerprint, digest
 
     def get(self, key: tuple[str, bytes]) -> Any:
         with self._lock:

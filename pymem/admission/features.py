@@ -42,7 +42,8 @@ class FeatureSpec:
 
     @classmethod
     def from_json(cls, data: dict) -> FeatureSpec:
-        return cls(int(data["bits"]), tuple(int(n) for n in data["word_orders"]), tuple(int(n) for n in data["char_range"]))
+        return cls(int(data["bits"]), tuple(int(n) for n in data["word_orders"]),
+                   tuple(int(n) for n in data["char_range"]))
 
 
 # Distinct seeds per feature family so that the word "ing" and the character trigram "ing" land

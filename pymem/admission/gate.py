@@ -172,7 +172,8 @@ def check_event_time(value: Any) -> str:
     return when.astimezone(_dt.UTC).isoformat()
 
 
-def _embedding_for(store: Store, content: str | None, embedder: Embedder | None) -> tuple[list[float] | None, str | None]:
+def _embedding_for(store: Store, content: str | None,
+                   embedder: Embedder | None) -> tuple[list[float] | None, str | None]:
     """The content's vector and the name of the embedder that computed it (the store's, or
     `embedder` checked against it and claimed for it: pymem.storage.embedding)."""
     if content is None:

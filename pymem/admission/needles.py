@@ -47,7 +47,7 @@ _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT)
 
 
 #: A derived requirement: a string that must occur, all of several requirements, or one of several.
-Need = Union[str, "All", "Any"]
+Need = Union[str, "All", "Any_"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,7 +51,8 @@ def session_group() -> None:
 @click.argument("session_id", metavar="ID")
 @click.option("--surface", type=SURFACE_CHOICE, required=True, help="Where the session runs.")
 @click.option("--incognito", is_flag=True, help="Store nothing from this session, and inject nothing into it.")
-@click.option("--first-message", help="The user's first message: the topic is taken from it (never from assistant text).")
+@click.option("--first-message",
+              help="The user's first message: the topic is taken from it (never from assistant text).")
 @context_options
 @json_option
 @handle_errors
@@ -204,7 +205,8 @@ def deliver_command(session_id: str, query: str, turn: int | None, budget: int, 
     (ids, the lessons named as such, and the block's sha256) goes into the ledger; its seq is
     printed on stderr (in the JSON with --json). An incognito session receives nothing.
 
-    Example: pymem deliver --session chat-43 --query "which currency does Initech pay in?" --lesson-tag billing --role coder
+    Example: pymem deliver --session chat-43 --query "which currency does Initech pay in?"
+    --lesson-tag billing --role coder
     """
     if role is not None and not lesson_tags:
         raise click.UsageError("--role goes with --lesson-tag")

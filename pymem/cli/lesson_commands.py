@@ -57,7 +57,8 @@ def lessons_file(text: str, tags: tuple[str, ...], memory_type: str, confidence:
     0.75 and whose words by more than 0.8 is confirmed instead: its version goes up and its
     confidence becomes the larger of the two. A refused lesson exits 1 (audited, nothing stored).
 
-    Example: pymem lessons file "Run migrations with a lock timeout" --tag db --tag migrations --type project --source-task T-17
+    Example: pymem lessons file "Run migrations with a lock timeout" --tag db --tag migrations
+    --type project --source-task T-17
     """
     with open_store() as store:
         try:
@@ -143,7 +144,8 @@ def conventions_group() -> None:
     Each correction is a feedback lesson plus a receipt signed with the installation's key and
     chained in the ledger; `pymem verify` checks every receipt's signature and anchor.
 
-    Example: pymem conventions file "Indent Makefile recipes with tabs" --subject Makefile --base-commit 3f2a... --assertion "make lint-tabs"
+    Example: pymem conventions file "Indent Makefile recipes with tabs" --subject Makefile
+    --base-commit 3f2a... --assertion "make lint-tabs"
     """
 
 
@@ -157,7 +159,8 @@ def _rule_line(rule) -> str:
 @click.argument("rule")
 @click.option("--subject", required=True, metavar="PATH", help="The path or glob the rule applies to.")
 @click.option("--base-commit", required=True, metavar="SHA", help="The full commit SHA the rule was stated against.")
-@click.option("--assertion", required=True, metavar="CMD", help="The command that checks the rule (never run by pymem).")
+@click.option("--assertion", required=True, metavar="CMD",
+              help="The command that checks the rule (never run by pymem).")
 @click.option("--symbol", metavar="NAME", help="The symbol it is about; the rule expires when it no longer resolves.")
 @click.option("--tag", "tags", multiple=True, help="More tags for its lesson (repeatable).")
 @click.option("--source-task", metavar="ID", help="The review or task the correction came from.")
@@ -172,7 +175,8 @@ def conventions_file(rule: str, subject: str, base_commit: str, assertion: str, 
     in force (same subject and symbol, opposite polarity, the same words otherwise) is refused
     with both receipt ids (exit 1), and nothing is filed.
 
-    Example: pymem conventions file "Name migrations NNNN_slug.sql" --subject "sql/migrations/*.sql" --base-commit 3f2a9c... --assertion "pytest tests/migration"
+    Example: pymem conventions file "Name migrations NNNN_slug.sql" --subject "sql/migrations/*.sql"
+    --base-commit 3f2a9c... --assertion "pytest tests/migration"
     """
     with open_store() as store:
         try:
@@ -184,7 +188,7 @@ def conventions_file(rule: str, subject: str, base_commit: str, assertion: str, 
             if as_json:
                 echo_json({"decision": "refused", "reason": str(exc), "receipt_id": exc.receipt_id,
                            "conflicting_id": exc.conflicting_id})
-                raise SystemExit(1)
+                raise SystemExit(1) from exc
             raise
     if as_json:
         echo_json(filed.to_json())

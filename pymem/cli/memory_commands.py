@@ -180,7 +180,8 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
               help='JSON Lines of {"text", "origin", ...} objects ("-" for stdin), each judged on its own.')
 @context_options
 @click.option("--json", "as_json", is_flag=True,
-              help=JSON_DOCUMENT_HELP.removesuffix(".") + "; with --file, JSON Lines: one decision per line, each as it comes.")
+              help=JSON_DOCUMENT_HELP.removesuffix(".")
+              + "; with --file, JSON Lines: one decision per line, each as it comes.")
 @handle_errors
 def remember(text: str | None, origin: str | None, source: str | None, citation: str | None, session_id: str | None,
              run_id: str | None, turn: int | None, injection_source: str | None, tags: tuple[str, ...], hot: bool,

@@ -52,7 +52,8 @@ def _sections(keep: list, present: tuple[bool, bool, bool, bool]) -> tuple:
     hot = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "hot"]
     recalled = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "recalled"]
     lessons = [e for e in keep if isinstance(e, DeliveredLesson)]
-    return tuple(part if shown else None for part, shown in zip((digest, hot, recalled, lessons), present, strict=False))
+    return tuple(part if shown else None
+                 for part, shown in zip((digest, hot, recalled, lessons), present, strict=False))
 
 
 def _render(keep: list, total: int, omitted: int, budget: int, present: tuple[bool, bool, bool, bool]) -> str:

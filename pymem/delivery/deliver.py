@@ -88,7 +88,7 @@ class Delivery:
 
     def to_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "turn": self.turn, "block": self.text,
-                "items": [i.to_json() for i in self.items], "lessons": [l.to_json() for l in self.lessons],
+                "items": [i.to_json() for i in self.items], "lessons": [lesson.to_json() for lesson in self.lessons],
                 "digest": [d.to_json() for d in self.digest],
                 "tokens": self.tokens, "budget": self.budget, "truncated": self.truncated, "counter": self.counter,
                 "block_sha256": self.block_sha256, "injection_seq": self.injection_seq, "incognito": self.incognito}
@@ -173,7 +173,8 @@ def _received(memories: Memories, session_id: str, lessons: list[DeliveredLesson
     if not lessons:
         return lessons
     with memories.store.transaction(memories.ctx, conn) as c:
-        kept = set(c.execute(queries.query("session_receives"), (session_id, [l.id for l in lessons])).fetchone()[0])
+        kept = set(c.execute(queries.query("session_receives"),
+                             (session_id, [lesson.id for lesson in lessons])).fetchone()[0])
     return [lesson for lesson in lessons if lesson.id in kept]
 
 
@@ -293,7 +294,8 @@ def deliver(memories: Memories, session_id: str, query: str | None, *, turn: int
             except ContextError:
                 # A memory of the block was deleted or erased after it was ranked (a concurrent call):
                 # deliver without it rather than fail the turn. Anything else is raised as it was.
-                named = [i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons] + [i.id for i in fitted.recalled]
+                named = ([i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
+                         + [i.id for i in fitted.recalled])
                 gone = set(named) - _live(memories, named, c)
                 if not gone or attempt == _RECORD_ATTEMPTS - 1:
                     raise

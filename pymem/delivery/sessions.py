@@ -237,7 +237,8 @@ def digest_sessions(memories: Memories, session: SessionRow, *, limit: int,
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
         raise InvalidArguments("limit must be an integer between 1 and 10000")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
-        cur.execute(queries.query("digest_sessions"), (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
+        cur.execute(queries.query("digest_sessions"),
+                    (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
         return cur.fetchall()
 
 

@@ -20,7 +20,8 @@ trust policy in force now: a row the policy now withholds is not returned (pymem
 
 Batches behave like LangGraph's in-memory store: the reads of a batch see the store as it was
 before the batch; its writes are applied together (the last write to an item wins). A batch, its
-reads and its writes, is one transaction on one connection. Without a query, a search returns items namespace by namespace, in the order each
+reads and its writes, is one transaction on one connection. Without a query, a search returns items
+namespace by namespace, in the order each
 namespace and each item were first put (an update keeps an item's place; a namespace that has
 lost every item starts afresh).
 """
@@ -254,7 +255,8 @@ class PymemStore(BaseStore):
 
     def _reader(self) -> _Reader:
         return _Reader(self.name, self.ctx.adapter,
-                       self.policy if self.policy is not None else admission_policy_in_force(self.memories.store.settings),
+                       self.policy if self.policy is not None
+                       else admission_policy_in_force(self.memories.store.settings),
                        self.trust if self.trust is not None else active_trust_policy(self.memories.store.settings))
 
     def _run(self, plan: _Plan) -> list[Any]:

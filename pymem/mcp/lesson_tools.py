@@ -84,9 +84,11 @@ def register_lesson_tools(server: MCPServer, run: Run, reads: ToolAnnotations, w
     def file_review_correction(rule_text: Annotated[str, _d("the rule, in one line")],
                                subject: Annotated[str, _d("the path or glob it applies to")],
                                base_commit: Annotated[str, _d("the full commit SHA it was stated against")],
-                               assertion: Annotated[str, _d("the command that checks it (stored and signed, never run)")],
+                               assertion: Annotated[str, _d("the command that checks it "
+                                                            "(stored and signed, never run)")],
                                ctx: ToolContext,
-                               subject_symbol: Annotated[str | None, _d("the symbol in the subject it is about")] = None,
+                               subject_symbol: Annotated[str | None,
+                                                         _d("the symbol in the subject it is about")] = None,
                                ) -> dict[str, Any]:
         """Record a reviewer's correction as a rule: the rule in one line, the path or glob it applies to,
         the full commit SHA it was stated against, and the command that checks it (stored and signed,

@@ -194,8 +194,8 @@ class HeavyLane:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         raise PoolExhausted(
-                            f"the service already runs {self.slots} large call(s) (many records or long texts), the most "
-                            f"it runs at once, and none finished within {self.wait:g} s; nothing was done",
+                            f"the service already runs {self.slots} large call(s) (many records or long texts), "
+                            f"the most it runs at once, and none finished within {self.wait:g} s; nothing was done",
                             retry_after=max(1.0, self.wait))
                     self._cond.wait(left)
             finally:

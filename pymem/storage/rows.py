@@ -2,7 +2,8 @@
 `write_rows`, whoever asks (the write gate through `Memories.add`, import and `upsert_many`).
 
 One validator, so the paths cannot disagree about what a row may hold (zero or non-finite
-vectors, the dimension, record and content sizes, origins, scopes); one column list, the vocabulary's WRITE_COLUMNS, which every write statement of sql/queries.sql
+vectors, the dimension, record and content sizes, origins, scopes); one column list, the vocabulary's
+WRITE_COLUMNS, which every write statement of sql/queries.sql
 must name in that order (checked when this module loads), so Python and the statements cannot
 drift apart. A few rows
 go as one multi-row INSERT per `ROWS_PER_STATEMENT` rows. A bulk upsert (import, upsert_many of
@@ -42,8 +43,8 @@ from ..vocabulary import (
 )
 from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
 
-__all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows",
-           "operator_origin_refusal"]
+__all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT",
+           "STAGE_FROM", "check_row", "write_rows", "operator_origin_refusal"]
 
 #: The named statements that list the write columns and are filled by position (sql/queries.sql).
 WRITE_STATEMENTS = ("insert_memories", "upsert_memories", "replace_memories", "create_stage", "copy_stage",

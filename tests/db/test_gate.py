@@ -7,6 +7,7 @@ table in the pymem schema holds the refused content.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -187,11 +188,9 @@ def test_write_gate_object_and_given_ids(acme):
 
 def test_refusal_survives_a_swallowed_exception(acme, store, database):
     mark = marker()
-    try:
+    with contextlib.suppress(MemoryAdmissionError):  # the caller swallows it
         admit(acme, {"content": poison(mark)}, Provenance("user_asserted", source="crm"), policy=POLICY,
               embedder=EMBEDDER)
-    except MemoryAdmissionError:
-        pass  # the caller swallows it
     [(_seq, actor, adapter, details)] = refusal_events(database)
     assert actor == "u1" and adapter is None
     assert details["decision"] == "refused" and details["action_class"] == "memory.persist"
