@@ -93,7 +93,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help=JSON_DOCUMENT
 json_lines_option = click.option("--json", "as_json", is_flag=True, help=JSON_LINES_HELP)
 
 
-def open_store():
+def open_store() -> Store:
     """Open the store from the environment (embedded when PYMEM_DSN is unset)."""
     try:
         return Store.open(Settings.from_env())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .. import Settings, get_embedder, reembed
@@ -19,6 +21,9 @@ from ..admin import (
 from ..context import parse_scope_pairs
 from ..integrity import load_or_create_key
 from .common import PymemCommandError, echo_json, handle_errors, json_option, open_store, stderr
+
+if TYPE_CHECKING:
+    from ..storage.bindings import LoginBinding
 
 
 @click.group()
@@ -110,7 +115,7 @@ def register_key_command(public_key: str | None) -> None:
     click.echo(f"signing key registered: {registered}")
 
 
-def _print_binding(b) -> None:
+def _print_binding(b: LoginBinding) -> None:
     tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants) or "no tenant"
     scope = ", ".join(f"{k}={v}" for k, v in b.scope.items()) or "whole tenant"
     click.echo(f"{b.role}: adapter {b.adapter}; tenants: {tenants}; scope: {scope}")

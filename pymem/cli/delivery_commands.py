@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,14 +24,19 @@ from ..vocabulary import SURFACES
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, audit_group, report_refusal
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..delivery.sessions import Session
+
 SURFACE_CHOICE = click.Choice(list(SURFACES))
 
 
-def _when(value) -> str | None:
+def _when(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
-def _session_table(sessions) -> None:
+def _session_table(sessions: list[Session]) -> None:
     table([{"id": s.id, "surface": s.surface, "started": _when(s.started_at), "ended": _when(s.ended_at),
             "summary": "yes" if s.has_summary else "", "topic": _short(s.topic, 50)} for s in sessions],
           ["id", "surface", "started", "ended", "summary", "topic"])

@@ -4,6 +4,7 @@ and facts shared between the tasks of a run, on the command line."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,11 +17,17 @@ from ..vocabulary import LESSON_TYPES, ORIGINS
 from .common import context_options, echo_json, handle_errors, json_lines_option, json_option, open_store, stderr, table
 from .memory_commands import _embedder, _short, report_refusal
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..conventions.receipts import Convention
+    from ..facts.sharing import Fact
+
 TYPE_CHOICE = click.Choice(list(LESSON_TYPES), case_sensitive=False)
 ORIGIN_CHOICE = click.Choice(list(ORIGINS))
 
 
-def _when(value) -> str | None:
+def _when(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
@@ -149,7 +156,7 @@ def conventions_group() -> None:
     """
 
 
-def _rule_line(rule) -> str:
+def _rule_line(rule: Convention) -> str:
     symbol = f" {rule.subject_symbol}" if rule.subject_symbol else ""
     return (f"{rule.id} v{rule.version} {rule.status}: {rule.subject}{symbol} @ {rule.base_commit[:12]} | "
             f"{_short(rule.rule_text, 60)} | check: {_short(rule.assertion, 40)}")
@@ -283,7 +290,7 @@ def facts_group() -> None:
     """
 
 
-def _fact_line(fact) -> str:
+def _fact_line(fact: Fact) -> str:
     by = fact.source_adapter or "operator"
     task = f" task {fact.producer_task}" if fact.producer_task else ""
     return f"{_when(fact.published_at)} {fact.tag}/{fact.key} by {by}{task}: {fact.value}"

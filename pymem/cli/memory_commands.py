@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import click
 
-from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, recall
+from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, Store, admit, recall
 from ..delivery import tier_of
 from ..integrity import history, refusals
 from .common import (
@@ -43,7 +43,7 @@ def _short(text: Any, width: int = 70) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
-def _embedder(store):
+def _embedder(store: Store) -> Any:
     """The store's embedder (PYMEM_EMBEDDER only chooses for a store that has none recorded)."""
     return store.text_embedder()
 
