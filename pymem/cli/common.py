@@ -26,10 +26,10 @@ class PymemCommandError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class; each error sets its own
 
 
-def handle_errors(fn: Callable) -> Callable:
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -55,7 +55,7 @@ def workshop(module: str, command: str) -> Any:
         raise PymemCommandError(f"{command} {WORKSHOP_HINT}", exit_code=2) from None
 
 
-def context_options(fn: Callable) -> Callable:
+def context_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--tenant/--actor/--adapter/--scope with PYMEM_* defaults; passes `ctx: Context`."""
 
     @click.option("--tenant", envvar="PYMEM_TENANT", help="Tenant to act for [env: PYMEM_TENANT] (required).")

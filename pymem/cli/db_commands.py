@@ -116,7 +116,7 @@ def register_key_command(public_key: str | None) -> None:
 
 
 def _print_binding(b: LoginBinding) -> None:
-    tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants) or "no tenant"
+    tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants or ()) or "no tenant"
     scope = ", ".join(f"{k}={v}" for k, v in b.scope.items()) or "whole tenant"
     click.echo(f"{b.role}: adapter {b.adapter}; tenants: {tenants}; scope: {scope}")
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .. import Context, MemoryAdmissionError, Provenance, PymemError, end_session, erase, start_session, supersede
+from ..admission.provenance import parse_origin
 from ..delivery import (
     erase_session,
     inspect_memories,
@@ -254,7 +255,7 @@ def supersede_command(old_id: str, text: str, origin: str, session_id: str | Non
 
     Example: pymem supersede 6f1c... "Initech now pays in USD" --origin user_asserted --session chat-43
     """
-    provenance = Provenance(origin=origin, session_id=session_id, source=source, citation=citation)
+    provenance = Provenance(origin=parse_origin(origin), session_id=session_id, source=source, citation=citation)
     with open_store() as store:
         try:
             out = supersede(store.bind(ctx), old_id, text, provenance, embedder=_embedder(store))
@@ -375,18 +376,22 @@ def audit_injections(session_id: str | None, turn: int | None, memory_id: str | 
     with open_store() as store:
         memories = store.bind(ctx)
         if memory_id is not None:
-            rows = memory_injections(memories, memory_id)
+            by_memory = memory_injections(memories, memory_id)
         else:
+            assert session_id is not None  # exactly one of the two was given (checked above)
             rows = session_injections(memories, session_id, turn=turn)
+    if memory_id is not None:
+        if as_json:
+            echo_json([r.to_json() for r in by_memory])
+            return
+        table([{"seq": r.seq, "session": r.session_id, "turn": r.turn, "section": r.section,
+                "at": _when(r.occurred_at)} for r in by_memory], ["seq", "session", "turn", "section", "at"])
+        return
     if as_json:
         echo_json([r.to_json() for r in rows])
         return
-    if memory_id is not None:
-        table([{"seq": r.seq, "session": r.session_id, "turn": r.turn, "section": r.section,
-                "at": _when(r.occurred_at)} for r in rows], ["seq", "session", "turn", "section", "at"])
-        return
     if not rows:
-        raise PymemError(f"no injection record for session {session_id[:100]!r} in this context")
+        raise PymemError(f"no injection record for session {(session_id or '')[:100]!r} in this context")
     for r in rows:
         click.echo(f"seq {r.seq}: session {r.session_id} turn {r.turn} at {_when(r.occurred_at)}, {r.tokens} of "
                    f"{r.budget} tokens ({r.counter}), {r.truncated} left out")
