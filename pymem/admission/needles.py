@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from re import _constants as C
-from re import _parser
-from typing import Union
+from re import _constants as C  # type: ignore[attr-defined]  # re's private parser modules: not in typeshed
+from re import _parser  # type: ignore[attr-defined]  # (as above)
+from typing import Any, Union
 
 __all__ = ["Need", "All", "Any_", "Lookups", "BOUNDARY", "SPACE", "needles", "present", "strings_of"]
 
@@ -73,11 +73,11 @@ def needles(pattern: re.Pattern[str], *, single_spaced: bool = False) -> Need | 
     return _all([n for n in (general, _sequence(_one_space(tree))) if n is not None])
 
 
-def _one_space(items) -> list:
+def _one_space(items: Any) -> list[Any]:
     """The parse tree with every repetition of `\\s` bounded to at most one: what the pattern can
     match in a text where no two whitespace characters are adjacent (a normalised form), a
     superset of its matches there, so what this tree requires every such match holds."""
-    out = []
+    out: list[Any] = []
     for op, av in items:
         if op in _REPEATS:
             low, high, body = av
@@ -239,7 +239,7 @@ def _flush(run: set[str], parts: list[Need]) -> None:
         parts.append(next(iter(run)) if len(run) == 1 else Any_(tuple(sorted(run))))
 
 
-def _sequence(items) -> Need | None:
+def _sequence(items: Any) -> Need | None:
     r"""Every part of a sequence is required: all of what each part requires. Adjacent parts whose
     spellings are few (literals, small classes and groups of them) are spelled out together, so
     "act\s+as" requires "act " or "act\n" ..., not "act" and "as" apart."""
@@ -278,7 +278,7 @@ def _join(run: set[str], spelled: set[str], parts: list[Need]) -> set[str]:
     return {a + b for a in run for b in spelled}
 
 
-def _language(items) -> set[str] | None:
+def _language(items: Any) -> set[str] | None:
     """Every string a sequence can match, when they are few; else None."""
     out: set[str] = {""}
     for op, av in items:
@@ -291,7 +291,7 @@ def _language(items) -> set[str] | None:
     return out
 
 
-def _spellings(op, av) -> set[str] | None:
+def _spellings(op: Any, av: Any) -> set[str] | None:
     """Every string one element can match, when they are few; else None."""
     if op is C.LITERAL:
         return None if av in (0, 1) else {chr(av)}  # the markers' characters: never spelled
@@ -328,7 +328,7 @@ def _spellings(op, av) -> set[str] | None:
     return None
 
 
-def _class(items) -> set[str] | None:
+def _class(items: Any) -> set[str] | None:
     chars: set[str] = set()
     for op, av in items:
         if op is C.LITERAL and av not in (0, 1):
@@ -342,7 +342,7 @@ def _class(items) -> set[str] | None:
     return chars if len(chars) <= _CLASS_CAP else None
 
 
-def _item(op, av) -> Need | None:
+def _item(op: Any, av: Any) -> Need | None:
     if op is C.SUBPATTERN:
         _group, add_flags, _del_flags, body = av
         return None if add_flags & re.IGNORECASE else _sequence(body)
