@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast, overload
 
 from .errors import InvalidArguments
 from .vocabulary import MAX_CONTENT_BYTES
@@ -54,6 +54,10 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("pymem", appauthor=False))
 
 
+@overload
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int: ...
+@overload
+def _int(env: Mapping[str, str], name: str, default: None, lo: int, hi: int) -> int | None: ...
 def _int(env: Mapping[str, str], name: str, default: int | None, lo: int, hi: int) -> int | None:
     raw = env.get(name, "").strip()
     if not raw:
@@ -112,7 +116,7 @@ class InForce:
         with self._lock:
             kept = self._built.get(name)
             if kept is not None and kept[0] == stamps:
-                return kept[1]
+                return cast(T, kept[1])
         value = build()
         with self._lock:
             self._built[name] = (stamps, value)

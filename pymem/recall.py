@@ -72,6 +72,7 @@ from .storage.validate import check_embedding
 from .vocabulary import MAX_QUERY_BYTES, canonical_json
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .admission.judge import Decision
     from .storage.memories import Memories
 
 __all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit",
@@ -242,7 +243,7 @@ def clear_verdicts() -> None:
 
 
 def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any,
-             fingerprint: str | None = None):
+             fingerprint: str | None = None) -> Decision:
     if guard is not None:
         return rejudge(record, provenance, policy, guard)
     key = _Verdicts.key(record, provenance, policy, fingerprint)

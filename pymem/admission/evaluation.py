@@ -124,7 +124,9 @@ def _from_json(data: Any, *, recomputed: bool, note: str) -> AdmissionEvaluation
 
 def _committed() -> dict[str, Any]:
     try:
-        return json.loads(resources.files(__package__).joinpath(COMMITTED_FILE).read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(resources.files(__package__).joinpath(COMMITTED_FILE)
+                                          .read_text(encoding="utf-8"))
+        return data
     except (FileNotFoundError, ValueError):
         raise PymemError(f"the committed leave-one-source-out result ({COMMITTED_FILE}) is missing or "
                          "unreadable") from None

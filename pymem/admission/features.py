@@ -18,6 +18,7 @@ import re
 import sys
 from array import array
 from dataclasses import dataclass
+from typing import Any
 from zlib import crc32
 
 __all__ = ["FeatureSpec", "extract"]
@@ -37,11 +38,11 @@ class FeatureSpec:
     def mask(self) -> int:
         return (1 << self.bits) - 1
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"bits": self.bits, "word_orders": list(self.word_orders), "char_range": list(self.char_range)}
 
     @classmethod
-    def from_json(cls, data: dict) -> FeatureSpec:
+    def from_json(cls, data: dict[str, Any]) -> FeatureSpec:
         return cls(int(data["bits"]), tuple(int(n) for n in data["word_orders"]),
                    tuple(int(n) for n in data["char_range"]))
 
@@ -61,7 +62,7 @@ def word_buckets(text: str, spec: FeatureSpec) -> set[int]:
     seed = _WORD_SEED[0]
     table = {t: crc32(t.encode(), seed) for t in set(tokens)}
     hashes = list(map(table.__getitem__, tokens))
-    out = set()
+    out: set[int] = set()
     orders = spec.word_orders
     if 1 in orders:
         out.update(h & mask for h in table.values())

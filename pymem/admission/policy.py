@@ -68,10 +68,10 @@ def check_threshold(name: str, value: Any) -> float:
     refusing to the structural signals (the model's score never reaches it)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArguments(f"{name} must be a number in (0, 1], not {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or not 0.0 < value <= 1.0:
-        raise InvalidArguments(f"{name} must be a number in (0, 1], got {value!r}")
-    return value
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 < number <= 1.0:
+        raise InvalidArguments(f"{name} must be a number in (0, 1], got {number!r}")
+    return number
 
 
 def _weights_id() -> str:
@@ -82,10 +82,10 @@ def _unit_interval(name: str, value: Any) -> float:
     """A confidence-like number in [0, 1]. bool is refused: `True` is not a confidence."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArguments(f"{name} must be a number in [0, 1], not {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidArguments(f"{name} must be a number in [0, 1], got {value!r}")
-    return value
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidArguments(f"{name} must be a number in [0, 1], got {number!r}")
+    return number
 
 
 @dataclass(frozen=True, slots=True)

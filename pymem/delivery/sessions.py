@@ -34,7 +34,7 @@ from ..admission.judge import digest_of_arguments
 from ..admission.provenance import Provenance
 from ..admission.scanning import instruction_shaped
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
-from ..errors import IncognitoSession, InvalidArguments, NotFound, UnknownSession
+from ..errors import IncognitoSession, InvalidArguments, MemoryAdmissionError, NotFound, UnknownSession
 from ..storage.session_rows import SessionRow, session_row
 from ..storage.validate import check_id, check_text
 from ..vocabulary import SURFACES, Origin, is_plain_text
@@ -99,10 +99,10 @@ class SessionSummary:
 
 def check_session_id(value: Any, what: str = "session id") -> str:
     """A session id: 1-256 characters, no control or format characters (it is shown to agents)."""
-    value = check_id(value, what)
-    if not is_plain_text(value) or value != value.strip():
+    checked = check_id(value, what)
+    if not is_plain_text(checked) or checked != checked.strip():
         raise InvalidArguments(f"{what} must have no control or format characters and no surrounding spaces")
-    return value
+    return checked
 
 
 def _check_summary(summary: Any) -> str:
@@ -121,7 +121,8 @@ def _summary_provenance(session_id: str) -> Provenance:
     return Provenance(Origin.MODEL_INFERRED, session_id=session_id, source=SUMMARY_SOURCE)
 
 
-def _changed(memories: Memories, statement: str, params: tuple, conn: psycopg.Connection | None) -> SessionRow | None:
+def _changed(memories: Memories, statement: str, params: tuple[Any, ...],
+             conn: psycopg.Connection | None) -> SessionRow | None:
     """Run a named statement that writes one session and returns it (None: no row it may change)."""
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(statement, params)
@@ -129,7 +130,7 @@ def _changed(memories: Memories, statement: str, params: tuple, conn: psycopg.Co
 
 
 def _refuse_write(memories: Memories, session_id: str, summary: str | None, reason: str,
-                  conn: psycopg.Connection | None, signature: str | None = None):
+                  conn: psycopg.Connection | None, signature: str | None = None) -> MemoryAdmissionError:
     provenance = _summary_provenance(session_id)
     digest = digest_of_arguments({"session": session_id, "summary": summary}, provenance)
     return audited_refusal(memories, provenance, reason, digest=digest, signature=signature, conn=conn)
