@@ -212,9 +212,8 @@ def deliver_command(session_id: str, query: str, turn: int | None, budget: int, 
     (ids, the lessons named as such, and the block's sha256) goes into the ledger; its seq is
     printed on stderr (in the JSON with --json). An incognito session receives nothing.
 
-    Example: pymem deliver --session chat-43 --query "which currency does Initech pay in?"
-    --lesson-tag billing --role coder
-    """
+    Example: pymem deliver --session chat-43 --query "which currency does Initech pay in?" --lesson-tag billing --role coder
+    """  # noqa: E501 (the example is one command line, as it is pasted)
     if role is not None and not lesson_tags:
         raise click.UsageError("--role goes with --lesson-tag")
     with open_store() as store:

@@ -64,9 +64,8 @@ def lessons_file(text: str, tags: tuple[str, ...], memory_type: str, confidence:
     0.75 and whose words by more than 0.8 is confirmed instead: its version goes up and its
     confidence becomes the larger of the two. A refused lesson exits 1 (audited, nothing stored).
 
-    Example: pymem lessons file "Run migrations with a lock timeout" --tag db --tag migrations
-    --type project --source-task T-17
-    """
+    Example: pymem lessons file "Run migrations with a lock timeout" --tag db --tag migrations --type project --source-task T-17
+    """  # noqa: E501 (the example is one command line, as it is pasted)
     with open_store() as store:
         try:
             filed = file_lesson(store.bind(ctx), text, tags, memory_type, confidence, source_task, origin=origin,
@@ -151,9 +150,8 @@ def conventions_group() -> None:
     Each correction is a feedback lesson plus a receipt signed with the installation's key and
     chained in the ledger; `pymem verify` checks every receipt's signature and anchor.
 
-    Example: pymem conventions file "Indent Makefile recipes with tabs" --subject Makefile
-    --base-commit 3f2a... --assertion "make lint-tabs"
-    """
+    Example: pymem conventions file "Indent Makefile recipes with tabs" --subject Makefile --base-commit 3f2a... --assertion "make lint-tabs"
+    """  # noqa: E501 (the example is one command line, as it is pasted)
 
 
 def _rule_line(rule: Convention) -> str:
@@ -182,9 +180,8 @@ def conventions_file(rule: str, subject: str, base_commit: str, assertion: str, 
     in force (same subject and symbol, opposite polarity, the same words otherwise) is refused
     with both receipt ids (exit 1), and nothing is filed.
 
-    Example: pymem conventions file "Name migrations NNNN_slug.sql" --subject "sql/migrations/*.sql"
-    --base-commit 3f2a9c... --assertion "pytest tests/migration"
-    """
+    Example: pymem conventions file "Name migrations NNNN_slug.sql" --subject "sql/migrations/*.sql" --base-commit 3f2a9c... --assertion "pytest tests/migration"
+    """  # noqa: E501 (the example is one command line, as it is pasted)
     with open_store() as store:
         try:
             filed = file_review_correction(store.bind(ctx), rule, subject, base_commit, assertion, symbol, tags=tags,
