@@ -21,6 +21,7 @@ a schema is upgraded.
 """
 
 import importlib
+from typing import Any
 
 from .admission.gate import admit
 from .admission.policy import AdmissionPolicy
@@ -80,7 +81,7 @@ SERVICE_NAMES = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = SERVICE_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'pymem' has no attribute {name!r}")

@@ -249,7 +249,7 @@ def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, g
     key = _Verdicts.key(record, provenance, policy, fingerprint)
     if key is None:
         return rejudge(record, provenance, policy, guard)
-    decision = _verdicts.get(key)
+    decision: Decision | None = _verdicts.get(key)
     if decision is None:
         decision = rejudge(record, provenance, policy, guard)
         _verdicts.put(key, decision)
@@ -319,8 +319,10 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
     origin = decision.origin.value if decision.origin is not None else row.origin
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin, decision.score)
+    assert row.score is not None  # a search hit carries its similarity
     return RecalledMemory(
-        id=row.id, content=row.content, score=float(row.score), origin=origin,
+        id=row.id, content=row.content, score=float(row.score),
+        origin=origin,  # type: ignore[arg-type]  # an admitted decision's origin, else the stored row's (never None)
         confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,
         provenance=dict(provenance), kind=row.kind, tags=list(row.tags or []),
         reason=decision.reason, event_at=_event_time(row.record))
@@ -422,7 +424,10 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
             verdict = judged.get(row.id)
             if verdict is None:
                 verdict = judged[row.id] = judge_hit(row, policy, trust, guard, fingerprint)
-            (kept if isinstance(verdict, RecalledMemory) else withheld).append(verdict)
+            if isinstance(verdict, RecalledMemory):
+                kept.append(verdict)
+            else:
+                withheld.append(verdict)
             if len(kept) == top_k:
                 break
         exhausted = len(rows) < fetch or fetch >= _search.MAX_TOP_K
@@ -435,7 +440,8 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
 def _recorded_embedder(store: Any) -> Embedder | None:
     """The store's embedder for a vector query's floor: the recorded one, if it can be resolved."""
     try:
-        return store.text_embedder()
+        embedder: Embedder | None = store.text_embedder()
+        return embedder
     except InvalidArguments:
         return None
 

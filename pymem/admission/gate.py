@@ -141,6 +141,7 @@ def _check_session(memories: Memories, record: Mapping[str, Any], provenance: Pr
                    policy: AdmissionPolicy, conn: psycopg.Connection | None) -> None:
     """Refuse a write naming an unknown session (audited) or an incognito one (not audited)."""
     session_id = provenance.session_id
+    assert session_id is not None  # only called for a provenance that names a session
     with memories.store.transaction(memories.ctx, conn) as c:
         row = session_row(c, memories.ctx.tenant, session_id)
     if row is not None and row.incognito:

@@ -303,7 +303,9 @@ class AdmissionPolicy:
                 raise InvalidArguments(f"tightened() would loosen the rule for {origin.value}")
         if threshold is not None:
             threshold = check_threshold("classifier_threshold", threshold)
-            if threshold > self.classifier_threshold:
+            current = self.classifier_threshold
+            assert current is not None  # __post_init__ resolves None to the shipped threshold
+            if threshold > current:
                 raise InvalidArguments("tightened() would raise the classifier threshold")
             new = new.with_classifier_threshold(threshold)
         return new
@@ -479,8 +481,10 @@ def admission_policy_in_force(settings: Any) -> AdmissionPolicy:
     (see `AdmissionPolicy.from_env`) once, and again when PYMEM_POLICY_FILE changes or the
     settings are reloaded."""
     path = settings.value("PYMEM_POLICY_FILE")
-    return settings.in_force.get("admission_policy", lambda: AdmissionPolicy.from_env(settings.environ),
-                                 (path,) if path else ())
+    policy: AdmissionPolicy = settings.in_force.get("admission_policy",
+                                                    lambda: AdmissionPolicy.from_env(settings.environ),
+                                                    (path,) if path else ())
+    return policy
 
 
 def _require_mapping(key: Any, value: Any) -> Mapping[str, Any]:

@@ -103,4 +103,6 @@ class AdapterTrustPolicy:
 def active_trust_policy(settings: Any) -> AdapterTrustPolicy:
     """The trust policy `settings` (a pymem Settings) ask for, built once per settings (and again
     after they are reloaded)."""
-    return settings.in_force.get("trust_policy", lambda: AdapterTrustPolicy.from_env(settings.environ))
+    policy: AdapterTrustPolicy = settings.in_force.get("trust_policy",
+                                                       lambda: AdapterTrustPolicy.from_env(settings.environ))
+    return policy

@@ -126,7 +126,8 @@ def _changed(memories: Memories, statement: str, params: tuple[Any, ...],
     """Run a named statement that writes one session and returns it (None: no row it may change)."""
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(statement, params)
-        return cur.fetchone()
+        row: SessionRow | None = cur.fetchone()
+        return row
 
 
 def _refuse_write(memories: Memories, session_id: str, summary: str | None, reason: str,
@@ -179,6 +180,7 @@ def start_session(memories: Memories, session_id: str, surface: str, *, incognit
                        (ctx.tenant, session_id, Jsonb(dict(ctx.scope)), surface, incognito, topic), conn)
     except pgerr.UniqueViolation:
         raise InvalidArguments(f"session {session_id[:100]!r} was already started in this tenant") from None
+    assert row is not None  # an insert returns the row it wrote
     return Session.from_row(row)
 
 
@@ -227,7 +229,8 @@ def recent_sessions(memories: Memories, *, limit: int, exclude: str | None = Non
         raise InvalidArguments("limit must be an integer between 1 and 10000")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(queries.query("recent_sessions"), (memories.ctx.tenant, exclude, limit))
-        return cur.fetchall()
+        found: list[SessionRow] = cur.fetchall()
+        return found
 
 
 def digest_sessions(memories: Memories, session: SessionRow, *, limit: int,
@@ -240,7 +243,8 @@ def digest_sessions(memories: Memories, session: SessionRow, *, limit: int,
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(queries.query("digest_sessions"),
                     (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
-        return cur.fetchall()
+        found: list[SessionRow] = cur.fetchall()
+        return found
 
 
 def list_sessions(memories: Memories, *, limit: int = 100, conn: psycopg.Connection | None = None) -> list[Session]:

@@ -29,7 +29,7 @@ OriginName = Literal[ORIGINS]  # type: ignore[valid-type]
 LESSON_TOOLS = ("file_lesson", "list_lessons", "lessons_for_task", "file_review_correction", "active_conventions",
                 "retire_convention", "publish_fact", "subscribe_facts")
 
-Run = Callable[[ToolContext, str, dict[str, Any]], Any]
+Run = Callable[[ToolContext, str, dict[str, Any]], dict[str, Any]]
 
 
 def _d(text: str) -> Any:

@@ -265,6 +265,6 @@ def _write_staged(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryR
             for row in rows:
                 copy.write_row(row.params(ctx))
         cur.execute(queries.query("upsert_from_stage"))
-        revisions = dict(cur.fetchall())
+        revisions: dict[str, int] = dict(cur.fetchall())
         cur.execute(queries.query("drop_stage"))
     return revisions
