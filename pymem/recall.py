@@ -320,6 +320,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin, decision.score)
     assert row.score is not None  # a search hit carries its similarity
+    assert decision.confidence is not None  # an admitted decision carries its confidence
     return RecalledMemory(
         id=row.id, content=row.content, score=float(row.score),
         origin=origin,  # type: ignore[arg-type]  # an admitted decision's origin, else the stored row's (never None)
