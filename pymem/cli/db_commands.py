@@ -23,7 +23,7 @@ from ..integrity import load_or_create_key
 from .common import PymemCommandError, echo_json, handle_errors, json_option, open_store, stderr
 
 if TYPE_CHECKING:
-    from ..storage.bindings import LoginBinding
+    from ..admin import LoginBinding
 
 
 @click.group()
