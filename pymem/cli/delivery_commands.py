@@ -8,8 +8,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .. import Context, MemoryAdmissionError, Provenance, PymemError, end_session, erase, start_session, supersede
-from ..admission.provenance import parse_origin
+from .. import (
+    Context,
+    MemoryAdmissionError,
+    Origin,
+    Provenance,
+    PymemError,
+    end_session,
+    erase,
+    start_session,
+    supersede,
+)
 from ..delivery import (
     erase_session,
     inspect_memories,
@@ -28,7 +37,7 @@ from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, a
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..delivery.sessions import Session
+    from ..delivery import Session
 
 SURFACE_CHOICE = click.Choice(list(SURFACES))
 
@@ -254,7 +263,7 @@ def supersede_command(old_id: str, text: str, origin: str, session_id: str | Non
 
     Example: pymem supersede 6f1c... "Initech now pays in USD" --origin user_asserted --session chat-43
     """
-    provenance = Provenance(origin=parse_origin(origin), session_id=session_id, source=source, citation=citation)
+    provenance = Provenance(origin=Origin(origin), session_id=session_id, source=source, citation=citation)
     with open_store() as store:
         try:
             out = supersede(store.bind(ctx), old_id, text, provenance, embedder=_embedder(store))

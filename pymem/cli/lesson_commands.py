@@ -20,8 +20,8 @@ from .memory_commands import _embedder, _short, report_refusal
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ..conventions.receipts import Convention
-    from ..facts.sharing import Fact
+    from ..conventions import Convention
+    from ..facts import Fact
 
 TYPE_CHOICE = click.Choice(list(LESSON_TYPES), case_sensitive=False)
 ORIGIN_CHOICE = click.Choice(list(ORIGINS))

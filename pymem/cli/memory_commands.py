@@ -15,7 +15,6 @@ from typing import Any, TextIO
 import click
 
 from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, Store, admit, recall
-from ..admission.provenance import parse_origin
 from ..delivery import tier_of
 from ..integrity import history, refusals
 from .common import (
@@ -216,7 +215,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         raise click.UsageError("give TEXT to remember (or --file NOTES.jsonl)")
     if origin is None:
         raise click.UsageError("--origin is required: " + ", ".join(o.value for o in Origin))
-    provenance = Provenance(origin=parse_origin(origin), source=source, citation=citation, session_id=session_id,
+    provenance = Provenance(origin=Origin(origin), source=source, citation=citation, session_id=session_id,
                             run_id=run_id, turn=turn, injection_source=injection_source)
     record: dict[str, Any] = {"content": text}
     tags = tuple(dict.fromkeys(tags + (("hot",) if hot else ())))

@@ -15,9 +15,7 @@ from ..integrity import anchor_store, audit_chain
 from .common import PymemCommandError, echo_json, json_option, open_store
 
 if TYPE_CHECKING:
-    from ..integrity.checkpoints import CheckpointReport
-    from ..integrity.receipt_audit import ReceiptAudit
-    from ..integrity.reports import VerifyReport
+    from ..integrity import CheckpointReport, ReceiptAudit, VerifyReport
 
 
 def _print_report(report: VerifyReport, label: str) -> None:
