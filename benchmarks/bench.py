@@ -48,9 +48,10 @@ import dataclasses
 import random
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -125,7 +126,7 @@ class VariantResult:
         n = len(lat)
         return {
             "p50_ms": round(statistics.median(lat), 3),
-            "p95_ms": round(lat[min(n - 1, max(0, int(round(0.95 * n)) - 1))], 3),
+            "p95_ms": round(lat[min(n - 1, max(0, round(0.95 * n) - 1))], 3),
             "full_top_k_share": round(self.full / n, 4),
             "recall": round(self.recall_sum / n, 4),
         }
@@ -331,9 +332,12 @@ def _load(store, admin, admin_dsn: str, data: _Data, queried, fillers, config: B
             records = [data.record(tenant, j) for j in range(start, end)]
             mem = mems.setdefault(tenant, store.bind(Context(tenant=tenant, actor="bench")))
             writes = {
-                "pymem": lambda: mem.upsert_many(records, idempotency_key=f"load-{start}"),
-                "raw_copy_text": lambda: _copy_rows(raw, "bench_raw.items_text", tenant, records, binary=False),
-                "raw_copy_binary": lambda: _copy_rows(raw, "bench_raw.items", tenant, records, binary=True),
+                "pymem": lambda mem=mem, records=records, start=start: mem.upsert_many(
+                    records, idempotency_key=f"load-{start}"),
+                "raw_copy_text": lambda tenant=tenant, records=records: _copy_rows(
+                    raw, "bench_raw.items_text", tenant, records, binary=False),
+                "raw_copy_binary": lambda tenant=tenant, records=records: _copy_rows(
+                    raw, "bench_raw.items", tenant, records, binary=True),
             }
             per_batch.append(_timed_round(writes, i, seconds))
             done += len(records)
@@ -407,28 +411,30 @@ def _search(store, admin_dsn: str, data: _Data, queried, config: BenchConfig, ef
             ctx = Context(tenant=tenant, actor="bench")
             mem = store.bind(ctx)
 
-            def pymem_ids(q):
+            def pymem_ids(q, mem=mem):
                 return [h["chunk_id"] for h in mem.search(q[0], top_k=k, include={"embedding": False})]
 
-            def pymem_hybrid(plan):
-                def call(q):
+            def pymem_hybrid(plan, ctx=ctx):
+                def call(query):
                     with store.transaction(ctx, None, snapshot=True) as c:
-                        hits = search_rows(c, ctx, q[0], k, dim=config.dims, with_vectors=False, plan=plan, text=q[1])
+                        hits = search_rows(c, ctx, query[0], k, dim=config.dims, with_vectors=False, plan=plan,
+                                           text=query[1])
                     return [h.id for h in hits]
                 return call
 
-            def raw_ids(name):
-                def call(q):
-                    rows = conns[name].execute(_RAW[name], {"q": Vector(q[0]), "t": tenant, "k": k}, prepare=False).fetchall()
+            def raw_ids(name, tenant=tenant):
+                def call(query):
+                    rows = conns[name].execute(_RAW[name], {"q": Vector(query[0]), "t": tenant, "k": k},
+                                               prepare=False).fetchall()
                     return [r[0] for r in rows]
                 return call
 
-            def raw_hybrid(name):
+            def raw_hybrid(name, tenant=tenant):
                 sql = _raw_hybrid(exact=name.endswith("exact"))
 
-                def call(q):
-                    words = " | ".join(q[1].split())
-                    rows = conns[name].execute(sql, {"q": Vector(q[0]), "t": tenant, "k": k, "p": pool, "w": words},
+                def call(query):
+                    words = " | ".join(query[1].split())
+                    rows = conns[name].execute(sql, {"q": Vector(query[0]), "t": tenant, "k": k, "p": pool, "w": words},
                                                prepare=False).fetchall()
                     return [r[0] for r in rows]
                 return call
@@ -506,9 +512,10 @@ def _writes(store, admin_dsn: str, data: _Data, config: BenchConfig, progress) -
 
         for i, batch in enumerate(batches):
             writes = {
-                "pymem": lambda: mem.upsert_many(batch, idempotency_key=f"write-{i}"),
-                "raw_insert": lambda: insert(batch),
-                "raw_copy": lambda: _copy_rows(raw, "bench_raw.items", "bench-write-copy", batch, binary=True),
+                "pymem": lambda batch=batch, i=i: mem.upsert_many(batch, idempotency_key=f"write-{i}"),
+                "raw_insert": lambda batch=batch: insert(batch),
+                "raw_copy": lambda batch=batch: _copy_rows(raw, "bench_raw.items", "bench-write-copy", batch,
+                                                           binary=True),
             }
             per_batch.append(_timed_round(writes, i, seconds))
     out = {"rows": m, "pymem_rows_per_s": round(m / seconds["pymem"]),
@@ -636,5 +643,5 @@ def format_scaling(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["HYBRID_VARIANTS", "BenchConfig", "run", "run_scaling", "format_report", "format_scaling", "with_database", "scratch_database",
-           "Scratch", "server_facts", "SCALING_ROWS"]
+__all__ = ["HYBRID_VARIANTS", "BenchConfig", "run", "run_scaling", "format_report", "format_scaling", "with_database",
+           "scratch_database", "Scratch", "server_facts", "SCALING_ROWS"]

@@ -18,9 +18,10 @@ import dataclasses
 import random
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pymem.admission.gate import admit
 from pymem.admission.policy import AdmissionPolicy
@@ -31,8 +32,9 @@ from pymem.delivery.deliver import deliver
 from pymem.delivery.sessions import start_session
 from pymem.delivery.tiers import TrustTiers
 from pymem.embedder import LexicalEmbedder
-from pymem.lessons import deliver_with_lessons, file_lesson
 from pymem.errors import InvalidArguments
+from pymem.lessons import deliver_with_lessons, file_lesson
+
 from .bench import scratch_database, server_facts
 from .wire import WireCounter
 
@@ -140,7 +142,7 @@ def run(store, config: DeliverBenchConfig, progress: Callable[[str], None] = lam
                 "deliver": lambda q: deliver(mem, session, q, **options),
                 "with lessons": lambda q: deliver_with_lessons(mem, session, q, ["support"], cache=None, **options),
             }
-            for name, fn in runs.items():  # warm: the pool filled, plans cached, the embedder's tables built
+            for fn in runs.values():  # warm: the pool filled, plans cached, the embedder's tables built
                 for q in queries[:5]:
                     fn(q)
             meter = _Meter(measured, wire)

@@ -32,12 +32,14 @@ import math
 import re
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pymem.context import Context
 from pymem.errors import InvalidArguments, MemoryAdmissionError
+
 from .bench import scratch_database
 
 __all__ = ["load_locomo", "run", "format_report", "CATEGORIES", "KS"]
@@ -68,7 +70,7 @@ def _date(text: Any) -> _dt.datetime | None:
         return None
     for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
         try:
-            return _dt.datetime.strptime(text.strip(), fmt).replace(tzinfo=_dt.timezone.utc)
+            return _dt.datetime.strptime(text.strip(), fmt).replace(tzinfo=_dt.UTC)
         except ValueError:
             continue
     return None
@@ -134,12 +136,13 @@ class BM25:
             for i, tf in enumerate(self.tf):
                 c = tf.get(w)
                 if c:
-                    scores[i] += idf * c * (self.k1 + 1) / (c + self.k1 * (1 - self.b + self.b * len(self.tokens[i]) / self.avg))
+                    norm = 1 - self.b + self.b * len(self.tokens[i]) / self.avg
+                    scores[i] += idf * c * (self.k1 + 1) / (c + self.k1 * norm)
         return [i for i in sorted(range(self.n), key=lambda i: -scores[i]) if scores[i] > 0]
 
 
 def _cosine_ranking(query: list[float], vectors: list[list[float]]) -> list[int]:
-    scores = [sum(a * b for a, b in zip(query, v)) for v in vectors]
+    scores = [sum(a * b for a, b in zip(query, v, strict=False)) for v in vectors]
     return sorted(range(len(vectors)), key=lambda i: -scores[i])
 
 
@@ -248,7 +251,8 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
                 report["deliver_evidence"] += bool(set(items) & evidence)
                 report["deliver_empty"] += not items
                 cos = _cosine_ranking(qv, vectors)
-                best_cosine[conv.name].append(sum(a * b for a, b in zip(qv, vectors[cos[0]])) if cos else -1.0)
+                best_cosine[conv.name].append(
+                    sum(a * b for a, b in zip(qv, vectors[cos[0]], strict=False)) if cos else -1.0)
                 bm = bm25.ranking(question)
                 tally.add("BM25", category, [ids[i] for i in bm], evidence)
                 tally.add("raw cosine", category, [ids[i] for i in cos], evidence)
@@ -271,7 +275,8 @@ def _held_out_floors(best: dict[str, list[float]], shipped: float | None) -> dic
         if not rest or not values:
             continue
         floor = rest[max(0, int(0.01 * len(rest)) - 1)]
-        folds[name] = {"floor": round(floor, 3), "held_out_empty": round(sum(v < floor for v in values) / len(values), 3)}
+        folds[name] = {"floor": round(floor, 3),
+                       "held_out_empty": round(sum(v < floor for v in values) / len(values), 3)}
     every = [v for vs in best.values() for v in vs]
     out: dict[str, Any] = {"folds": folds}
     if shipped is not None and every:
@@ -283,17 +288,17 @@ def _held_out_floors(best: dict[str, list[float]], shipped: float | None) -> dic
 def format_report(report: dict[str, Any]) -> str:
     """The tables as text (per category and overall; pymem beside the baselines)."""
     methods = ["pymem recall", "BM25", "raw cosine", "BM25 + cosine (RRF)"]
-    keys = ["all"] + list(CATEGORIES.values())
+    keys = ["all", *list(CATEGORIES.values())]
     lines = [f"LoCoMo: conversations {', '.join(report['conversations'])}; {report['turns']:,} turns "
              f"({report['refused']} refused by the write gate); {report['questions']:,} answerable questions "
              f"(categories 1-4); embedder {report['embedder']}", ""]
     for metric in ("any@5", "any@10", "all@5", "all@10"):
-        rows = [[metric] + keys]
+        rows = [[metric, *keys]]
         for m in methods:
             values = report["table"].get(m, {})
             rows.append([m] + [f"{values.get(f'{k}:{metric}', float('nan')):.3f}" for k in keys])
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows] + [""]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows] + [""]
     lines.append(f"deliver (defaults): an evidence turn in the block for {report['deliver_evidence_rate']:.3f} of "
                  f"questions; {report['deliver_empty_rate']:.3f} got no recalled memory")
     lines.append(f"ingest: {report['ingest_s']} s ({report['ingest_turns_per_s']} turns/s, through the write gate, "

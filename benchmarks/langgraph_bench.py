@@ -35,6 +35,7 @@ from typing import Any
 from pgvector import Vector
 
 from pymem.context import Context
+
 from .bench import BenchConfig, _Data, scratch_database, server_facts
 
 SHARES = (("0.1%", "share-0_1", 0.001), ("1%", "share-1", 0.01), ("10%", "share-10", 0.1), ("50%", "share-50", 0.5))

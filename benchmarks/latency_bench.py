@@ -31,9 +31,10 @@ import dataclasses
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from pymem.admission.gate import admit
 from pymem.admission.policy import AdmissionPolicy
@@ -47,6 +48,7 @@ from pymem.embedder import Embedder, embed_query, get_embedder
 from pymem.errors import InvalidArguments
 from pymem.recall import candidate_count, clear_verdicts, recall
 from pymem.storage.search import search_rows
+
 from .bench import scratch_database, server_facts
 
 __all__ = ["LatencyBenchConfig", "FixedQueryEmbedder", "VARIANTS", "TARGETS_MS", "run", "format_report"]

@@ -23,11 +23,11 @@ import random
 import secrets
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["run_hostile", "run_fairness", "format_load_report", "decision_times"]
 
@@ -78,7 +78,7 @@ class _Caller:
             self.conn.close()
         return response.status, json.loads(data)
 
-    def __enter__(self) -> "_Caller":
+    def __enter__(self) -> _Caller:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -237,6 +237,7 @@ def decision_times() -> dict[str, float]:
     from pymem.admission.judge import check_content
     from pymem.admission.policy import AdmissionPolicy
     from pymem.admission.provenance import Provenance
+
     from .admission_bench import _note
 
     policy, prov = AdmissionPolicy(), Provenance.from_json({"origin": "user_asserted"})

@@ -21,6 +21,7 @@ a schema is upgraded.
 """
 
 import importlib
+from typing import Any
 
 from .admission.gate import admit
 from .admission.policy import AdmissionPolicy
@@ -29,13 +30,21 @@ from .config import Settings
 from .context import Context
 from .delivery.deliver import Delivery, deliver
 from .delivery.envelope import DeliveredItem
-from .delivery.supersession import erase, supersede
 from .delivery.sessions import Session, end_session, start_session
+from .delivery.supersession import erase, supersede
 from .embedder import Embedder, get_embedder
-from .errors import (AccessDenied, Busy, ContextError, EmbedderMismatch, InvalidArguments, MemoryAdmissionError,
-                     NotFound, PymemError)
+from .errors import (
+    AccessDenied,
+    Busy,
+    ContextError,
+    EmbedderMismatch,
+    InvalidArguments,
+    MemoryAdmissionError,
+    NotFound,
+    PymemError,
+)
 from .integrity.verify import VerifyReport, verify_store
-from .recall import RecallResult, RecalledMemory, WithheldMemory, recall
+from .recall import RecalledMemory, RecallResult, WithheldMemory, recall
 from .storage.memories import Memories
 from .storage.reembed import reembed
 from .storage.store import Store
@@ -72,7 +81,7 @@ SERVICE_NAMES = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = SERVICE_NAMES.get(name)
     if module is None:
         raise AttributeError(f"module 'pymem' has no attribute {name!r}")

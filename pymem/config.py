@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar, cast, overload
 
 from .errors import InvalidArguments
 from .vocabulary import MAX_CONTENT_BYTES
@@ -53,6 +54,10 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("pymem", appauthor=False))
 
 
+@overload
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int: ...
+@overload
+def _int(env: Mapping[str, str], name: str, default: None, lo: int, hi: int) -> int | None: ...
 def _int(env: Mapping[str, str], name: str, default: int | None, lo: int, hi: int) -> int | None:
     raw = env.get(name, "").strip()
     if not raw:
@@ -111,7 +116,7 @@ class InForce:
         with self._lock:
             kept = self._built.get(name)
             if kept is not None and kept[0] == stamps:
-                return kept[1]
+                return cast(T, kept[1])
         value = build()
         with self._lock:
             self._built[name] = (stamps, value)
@@ -254,12 +259,12 @@ class Settings:
         return not self.dsn
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> "Settings":
+    def from_file(cls, path: str | os.PathLike[str]) -> Settings:
         """Settings from a TOML file (see read_settings_file), and nothing from the environment."""
         return cls.from_env(read_settings_file(path))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from the environment (or from `environ`, a mapping of PYMEM_* variables), read now."""
         env = environment() if environ is None else environ
         dsn = env.get("PYMEM_DSN", "").strip() or None
@@ -274,7 +279,8 @@ class Settings:
             signing_key=Path(key).expanduser() if key else None,
             pooler=env.get("PYMEM_POOLER", "").strip().lower() or None,
             direct_dsn=env.get("PYMEM_DIRECT_DSN", "").strip() or None,
-            filing_lock_timeout_ms=_int(env, "PYMEM_FILING_LOCK_TIMEOUT_MS", DEFAULT_FILING_LOCK_TIMEOUT_MS, 1, 600_000),
+            filing_lock_timeout_ms=_int(env, "PYMEM_FILING_LOCK_TIMEOUT_MS", DEFAULT_FILING_LOCK_TIMEOUT_MS,
+                                        1, 600_000),
             lock_timeout_ms=_int(env, "PYMEM_LOCK_TIMEOUT_MS", None, 1, 86_400_000),
             statement_timeout_ms=_int(env, "PYMEM_STATEMENT_TIMEOUT_MS", None, 1, 86_400_000),
             pool_wait=_seconds(env, "PYMEM_POOL_WAIT", DEFAULT_POOL_WAIT, 0.1, 600),

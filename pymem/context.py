@@ -6,9 +6,10 @@ through row-level security once pymem.set_context() has put it in transaction-lo
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Any
 
 from .errors import ContextError
 from .vocabulary import MAX_NAME, is_plain_text
@@ -69,7 +70,7 @@ class Context:
             names = tuple(_name(a, "adapter", required=True) for a in self.read_adapters)
             object.__setattr__(self, "read_adapters", names)
 
-    def params(self) -> tuple:
+    def params(self) -> tuple[Any, ...]:
         """Arguments of pymem.set_context()."""
         from psycopg.types.json import Jsonb
 

@@ -7,7 +7,6 @@ Alembic (and SQLAlchemy under it) is imported when a migration function runs, ne
 from __future__ import annotations
 
 import functools
-
 import io
 from contextlib import redirect_stdout
 from typing import TYPE_CHECKING, Any, TextIO

@@ -53,28 +53,31 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from .admission.judge import rejudge
+from .admission.policy import AdmissionPolicy, admission_policy_in_force
+from .admission.trust import AdapterTrustPolicy, active_trust_policy
+from .config import environment
+from .embedder import Embedder, embed_query, similarity_floor_of
+from .errors import InvalidArguments
 from .storage import search as _search
 from .storage.as_of import check_as_of, search_rows_as_of
 from .storage.search import SearchHit
 from .storage.validate import check_embedding
-from .admission.judge import rejudge
-from .embedder import Embedder, embed_query, similarity_floor_of
-from .config import environment
-from .errors import InvalidArguments
 from .vocabulary import MAX_QUERY_BYTES, canonical_json
-from .admission.policy import AdmissionPolicy, admission_policy_in_force
-from .admission.trust import AdapterTrustPolicy, active_trust_policy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .admission.judge import Decision
     from .storage.memories import Memories
 
-__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "candidate_count",
-           "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE", "clear_verdicts", "OVERFETCH_FACTOR",
+__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit",
+           "candidate_count", "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE",
+           "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
 
 #: The floor when neither the caller, the store's settings nor the embedder names one.
@@ -209,7 +212,8 @@ class _Verdicts:
             text = canonical_json([record, provenance])
         except (TypeError, ValueError):
             return None  # not JSON-shaped: judge it every time
-        return fingerprint or policy.fingerprint, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+        return fingerprint or policy.fingerprint, digest
 
     def get(self, key: tuple[str, bytes]) -> Any:
         with self._lock:
@@ -239,26 +243,26 @@ def clear_verdicts() -> None:
 
 
 def _rejudge(record: dict[str, Any], provenance: Any, policy: AdmissionPolicy, guard: Any,
-             fingerprint: str | None = None):
+             fingerprint: str | None = None) -> Decision:
     if guard is not None:
         return rejudge(record, provenance, policy, guard)
     key = _Verdicts.key(record, provenance, policy, fingerprint)
     if key is None:
         return rejudge(record, provenance, policy, guard)
-    decision = _verdicts.get(key)
+    decision: Decision | None = _verdicts.get(key)
     if decision is None:
         decision = rejudge(record, provenance, policy, guard)
         _verdicts.put(key, decision)
     return decision
 
 
-def _query_vector(memories: "Memories", query: Any, embedder: Embedder | None) -> list[float]:
+def _query_vector(memories: Memories, query: Any, embedder: Embedder | None) -> list[float]:
     if isinstance(query, str):
         if not query.strip():
             raise InvalidArguments("the recall query is empty")
         check_query_text(query)
         return embed_query(memories.store.text_embedder(embedder), query)
-    if isinstance(query, (bytes, Mapping)) or not isinstance(query, Sequence) and not hasattr(query, "tolist"):
+    if isinstance(query, (bytes, Mapping)) or (not isinstance(query, Sequence) and not hasattr(query, "tolist")):
         raise InvalidArguments(f"the recall query must be text or a vector, not {type(query).__name__}")
     return list(query.tolist() if hasattr(query, "tolist") else query)
 
@@ -292,7 +296,7 @@ def _event_time(record: Any) -> _dt.datetime | None:
         when = _dt.datetime.fromisoformat(value)
     except ValueError:
         return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.timezone.utc)
+    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.UTC)
 
 
 def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
@@ -315,14 +319,17 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
     origin = decision.origin.value if decision.origin is not None else row.origin
     if not decision.admitted:
         return _withhold(row, decision.reason, decision.signature, origin, decision.score)
+    assert row.score is not None  # a search hit carries its similarity
+    assert decision.confidence is not None  # an admitted decision carries its confidence
     return RecalledMemory(
-        id=row.id, content=row.content, score=float(row.score), origin=origin,
+        id=row.id, content=row.content, score=float(row.score),
+        origin=origin,  # type: ignore[arg-type]  # an admitted decision's origin, else the stored row's (never None)
         confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,
         provenance=dict(provenance), kind=row.kind, tags=list(row.tags or []),
         reason=decision.reason, event_at=_event_time(row.record))
 
 
-def recall(memories: "Memories", query: str | Sequence[float], *, top_k: int = 5,
+def recall(memories: Memories, query: str | Sequence[float], *, top_k: int = 5,
            policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
            embedder: Embedder | None = None, scope_filter: Mapping[str, str] | None = None,
            as_of: Any = None, floor: float | None = None, hybrid: bool = True,
@@ -370,7 +377,7 @@ was believed then (default: now). `policy` and `trust`: default the store's
         return _judged(lambda fetch: search(c, fetch), top_k, floor, policy, trust, guard)
 
 
-def recall_session(memories: "Memories", session_id: str, query: str | Sequence[float], *, top_k: int = 5,
+def recall_session(memories: Memories, session_id: str, query: str | Sequence[float], *, top_k: int = 5,
                    policy: AdmissionPolicy | None = None, guard: Any = None, trust: AdapterTrustPolicy | None = None,
                    embedder: Embedder | None = None, floor: float | None = None, hybrid: bool = True,
                    conn: psycopg.Connection | None = None) -> RecallResult:
@@ -418,7 +425,10 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
             verdict = judged.get(row.id)
             if verdict is None:
                 verdict = judged[row.id] = judge_hit(row, policy, trust, guard, fingerprint)
-            (kept if isinstance(verdict, RecalledMemory) else withheld).append(verdict)
+            if isinstance(verdict, RecalledMemory):
+                kept.append(verdict)
+            else:
+                withheld.append(verdict)
             if len(kept) == top_k:
                 break
         exhausted = len(rows) < fetch or fetch >= _search.MAX_TOP_K
@@ -431,7 +441,8 @@ def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float
 def _recorded_embedder(store: Any) -> Embedder | None:
     """The store's embedder for a vector query's floor: the recorded one, if it can be resolved."""
     try:
-        return store.text_embedder()
+        embedder: Embedder | None = store.text_embedder()
+        return embedder
     except InvalidArguments:
         return None
 

@@ -34,7 +34,7 @@ def _table(title: str, result: dict) -> list[str]:
         lines.append(f"| {row['chars']} | {row['notes']} | {row['signatures_p50_ms']:.3f} ms | {row['signatures_p99_ms']:.3f} ms | "
                      f"{row['with_classifier_p50_ms']:.3f} ms | {row['with_classifier_p99_ms']:.3f} ms | "
                      f"{row['ratio_p50']:.2f}× | {row['ratio_p99']:.2f}× | {row['ratio_mean']:.2f}× |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def main() -> None:

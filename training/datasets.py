@@ -71,7 +71,7 @@ def pyrit() -> list[dict]:
     templates = external.pyrit_templates()
     memory_goals = goals(1, rng, len(templates))
     return [_ex("pyrit", 1, t["text"].replace("{{ prompt }}", g), "template+memory_goal", i, core=g)
-            for i, (t, (_, g)) in enumerate(zip(templates, memory_goals))]
+            for i, (t, (_, g)) in enumerate(zip(templates, memory_goals, strict=False))]
 
 
 def own_framings() -> list[dict]:
@@ -89,7 +89,7 @@ def host_documents() -> list[dict]:
     hidden_goals = goals(3, rng, 45 * len(hosts.KINDS))
     n = 0
     for kind in sorted(hosts.KINDS):
-        for k in range(45):
+        for _k in range(45):
             seed = SEED + 1000 * n
             out.append(_ex("host-documents", 0, hosts.document(kind, seed), kind, n))
             payload = rng.choice(hosts.HIDDEN).format(goal=hidden_goals[n][1])
@@ -114,14 +114,14 @@ def everyday_notes() -> list[dict]:
         lambda: f"Flight to {f.city()} on {f.date_between_dates(_START, _END)} departs at {f.random_int(5, 22):02d}:{f.random_element(['00', '15', '30', '45'])}; booking reference {f.bothify('??#?#?').upper()}.",
         lambda: f"The dentist appointment moved to {f.random_element(_WEEKDAYS)} at {rng.randint(8, 17)}:00.",
         lambda: f"{f.name()} is the new {f.job().lower()} at {f.company()}; reach her at {f.company_email()}.",
-        lambda: f"Wi-Fi password for the cabin is on the fridge; the router is in the hallway closet.",
+        lambda: "Wi-Fi password for the cabin is on the fridge; the router is in the hallway closet.",
         lambda: f"Likes {rng.choice(['jazz', 'podcasts about history', 'sci-fi novels', 'trail running', 'chess'])} and dislikes {rng.choice(['early meetings', 'cilantro', 'long emails', 'crowded trains'])}.",
         lambda: f"The car is due for service at {rng.randint(10, 90)},000 km; the garage is on {f.street_name()}.",
         lambda: f"Kid's school pickup is at {rng.randint(2, 4)}:{rng.choice(['00', '15', '30'])} on weekdays.",
         lambda: f"Budget for the kitchen renovation is {rng.randint(5, 40)},000 dollars; contractor is {f.company()}.",
         lambda: f"Shopping list: {', '.join(f.words(rng.randint(3, 6)))}.",
         lambda: f"Meeting with {f.name()} about {f.bs()} went well; follow up next {f.random_element(_WEEKDAYS)}.",
-        lambda: f"Always books hotels near the train station when travelling for work.",
+        lambda: "Always books hotels near the train station when travelling for work.",
         lambda: f"Allergic to {rng.choice(['penicillin', 'shellfish', 'pollen', 'cats'])}.",
         lambda: f"The user works remotely from {f.city()} and is in the {rng.choice(['CET', 'EST', 'PST', 'IST'])} time zone.",
         lambda: f"Project {f.word().capitalize()} deadline is {f.date_between_dates(_START, _END)}; {f.first_name()} owns the design review.",
@@ -136,7 +136,7 @@ def everyday_notes() -> list[dict]:
         lambda: f"Note permanently: I don't eat {rng.choice(['pork', 'beef', 'dairy', 'eggs'])}.",
         lambda: f"IT warned that a fake invoice from {f.company()} asked staff to send passwords to an outside site; nobody replied.",
         lambda: f"{f.first_name()} reported a phishing text asking for her bank PIN; she deleted it.",
-        lambda: f"The helpdesk says they will never ask for your password by email.",
+        lambda: "The helpdesk says they will never ask for your password by email.",
         lambda: f"Instructions for the babysitter: bedtime at {rng.randint(7, 9)}pm, no screens after dinner.",
         lambda: f"System update on the laptop is scheduled for {f.random_element(_WEEKDAYS)} night; save your work first.",
         # memory stores often phrase facts in the third person

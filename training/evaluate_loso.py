@@ -51,9 +51,9 @@ def evaluate(rows: list[dict], held: str) -> dict:
         sig = [learn.signature(r["text"]) is not None for r in part]
         verdicts = learn.judged(model, part)
         ours = [j.refused for j in verdicts]
-        both = [a or b for a, b in zip(sig, ours)]
+        both = [a or b for a, b in zip(sig, ours, strict=False)]
         out[key] = {"n": len(part), "signatures": sum(sig), "classifier": sum(ours), "combined": sum(both)}
-        for r, j, b in zip(part, verdicts, both):
+        for r, j, b in zip(part, verdicts, both, strict=False):
             if j.refused:
                 out["names"][j.name] += 1
             if label == 1 and not b:

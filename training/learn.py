@@ -12,7 +12,6 @@ import os
 import random
 from array import array
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 from scipy.sparse import csr_matrix

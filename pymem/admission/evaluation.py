@@ -89,7 +89,8 @@ class AdmissionEvaluation:
         out = [f"{s.source}: {100 * s.payload_rate:.1f} % of payloads refused (goal {100 * self.payload_goal:.0f} %)"
                for s in self.sources if s.payload_rate is not None and s.payload_rate < self.payload_goal]
         if self.benign_rate is not None and self.benign_rate > self.benign_goal:
-            out.append(f"benign notes refused: {100 * self.benign_rate:.1f} % (goal at most {100 * self.benign_goal:.0f} %)")
+            out.append(f"benign notes refused: {100 * self.benign_rate:.1f} % "
+                       f"(goal at most {100 * self.benign_goal:.0f} %)")
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -108,22 +109,27 @@ def _from_json(data: Any, *, recomputed: bool, note: str) -> AdmissionEvaluation
             HeldOutSource(
                 source=str(s["source"]), threshold=float(s["threshold"]),
                 payloads=int(s["payloads"]["n"]), payloads_refused=int(s["payloads"]["combined"]),
-                payloads_signatures=int(s["payloads"]["signatures"]), payloads_classifier=int(s["payloads"]["classifier"]),
+                payloads_signatures=int(s["payloads"]["signatures"]),
+                payloads_classifier=int(s["payloads"]["classifier"]),
                 benign=int(s["benign"]["n"]), benign_refused=int(s["benign"]["combined"]),
                 benign_signatures=int(s["benign"]["signatures"]), benign_classifier=int(s["benign"]["classifier"]))
             for s in data["sources"])
         goals = data["goals"]
         return AdmissionEvaluation(sources, recomputed, note, float(goals["payloads_refused"]),
-                                   float(goals["benign_refused"]), data.get("weights_sha256"), dict(data.get("meta") or {}))
+                                   float(goals["benign_refused"]), data.get("weights_sha256"),
+                                   dict(data.get("meta") or {}))
     except (KeyError, TypeError, ValueError) as exc:
         raise PymemError(f"the leave-one-source-out result is malformed ({type(exc).__name__})") from None
 
 
 def _committed() -> dict[str, Any]:
     try:
-        return json.loads(resources.files(__package__).joinpath(COMMITTED_FILE).read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(resources.files(__package__).joinpath(COMMITTED_FILE)
+                                          .read_text(encoding="utf-8"))
+        return data
     except (FileNotFoundError, ValueError):
-        raise PymemError(f"the committed leave-one-source-out result ({COMMITTED_FILE}) is missing or unreadable") from None
+        raise PymemError(f"the committed leave-one-source-out result ({COMMITTED_FILE}) is missing or "
+                         "unreadable") from None
 
 
 def evaluate_admission() -> AdmissionEvaluation:

@@ -13,10 +13,12 @@ so what is learned is exactly what is scored.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from array import array
 from dataclasses import dataclass
+from typing import Any
 from zlib import crc32
 
 __all__ = ["FeatureSpec", "extract"]
@@ -36,12 +38,13 @@ class FeatureSpec:
     def mask(self) -> int:
         return (1 << self.bits) - 1
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"bits": self.bits, "word_orders": list(self.word_orders), "char_range": list(self.char_range)}
 
     @classmethod
-    def from_json(cls, data: dict) -> "FeatureSpec":
-        return cls(int(data["bits"]), tuple(int(n) for n in data["word_orders"]), tuple(int(n) for n in data["char_range"]))
+    def from_json(cls, data: dict[str, Any]) -> FeatureSpec:
+        return cls(int(data["bits"]), tuple(int(n) for n in data["word_orders"]),
+                   tuple(int(n) for n in data["char_range"]))
 
 
 # Distinct seeds per feature family so that the word "ing" and the character trigram "ing" land
@@ -59,15 +62,15 @@ def word_buckets(text: str, spec: FeatureSpec) -> set[int]:
     seed = _WORD_SEED[0]
     table = {t: crc32(t.encode(), seed) for t in set(tokens)}
     hashes = list(map(table.__getitem__, tokens))
-    out = set()
+    out: set[int] = set()
     orders = spec.word_orders
     if 1 in orders:
         out.update(h & mask for h in table.values())
     if 2 in orders and len(hashes) > 1:
-        out.update((crc32(b"\x01", h) ^ (g * 0x9E3779B1)) & mask for h, g in set(zip(hashes, hashes[1:])))
+        out.update((crc32(b"\x01", h) ^ (g * 0x9E3779B1)) & mask for h, g in set(itertools.pairwise(hashes)))
     if 3 in orders and len(hashes) > 2:
         out.update((crc32(b"\x02", h) ^ (g * 0x85EBCA6B) ^ (k * 0xC2B2AE35)) & mask
-                   for h, g, k in set(zip(hashes, hashes[1:], hashes[2:])))
+                   for h, g, k in set(zip(hashes, hashes[1:], hashes[2:], strict=False)))
     return out
 
 

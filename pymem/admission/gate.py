@@ -39,29 +39,29 @@ records before (or outside) such a transaction.
 
 from __future__ import annotations
 
-import datetime as _dt
-
 import dataclasses
+import datetime as _dt
 import logging
-from dataclasses import dataclass
 import uuid
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from .judge import Decision, admitted_record, digest_of_arguments, judge
 from .. import queries
-from ..embedder import Embedder, check_dimension, get_embedder
+from ..embedder import Embedder
 from ..errors import AccessDenied, IncognitoSession, InvalidArguments, MemoryAdmissionError, UnknownSession
-from .policy import AdmissionPolicy, admission_policy_in_force
-from .provenance import Origin, Provenance
-from .refusals import audit_source, record_refusal
 from ..storage.chunks import first_present
 from ..storage.rows import operator_origin_refusal
 from ..storage.session_rows import session_row
 from ..storage.validate import check_id
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, MAX_RECORD_BYTES, VECTOR_KEYS, canonical_json
+from .judge import Decision, admitted_record, digest_of_arguments, judge
+from .policy import AdmissionPolicy, admission_policy_in_force
+from .provenance import Origin, Provenance
+from .refusals import audit_source, record_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
@@ -104,7 +104,7 @@ def _as_record(record: Any) -> Mapping[str, Any]:
     return record
 
 
-def _holds_chain_lock(memories: "Memories", conn: psycopg.Connection) -> bool:
+def _holds_chain_lock(memories: Memories, conn: psycopg.Connection) -> bool:
     if conn.info.transaction_status != TransactionStatus.INTRANS:
         return False  # idle: no locks; failed: cannot ask (the audit's lock timeout bounds the wait)
     with memories.store.transaction(memories.ctx, conn) as c:
@@ -112,7 +112,7 @@ def _holds_chain_lock(memories: "Memories", conn: psycopg.Connection) -> bool:
         return bool(c.execute(queries.query("holds_chain_lock"), (memories.ctx.tenant,)).fetchone()[0])
 
 
-def _refuse(memories: "Memories", decision: Decision, provenance: Provenance, digest: str,
+def _refuse(memories: Memories, decision: Decision, provenance: Provenance, digest: str,
             conn: psycopg.Connection | None) -> MemoryAdmissionError:
     """Audit the refusal durably, then return the exception to raise."""
     if conn is not None and _holds_chain_lock(memories, conn):
@@ -128,7 +128,7 @@ def _refuse(memories: "Memories", decision: Decision, provenance: Provenance, di
     return MemoryAdmissionError(decision.reason, signature=decision.signature, audit_seq=seq, score=decision.score)
 
 
-def audited_refusal(memories: "Memories", provenance: Provenance, reason: str, *, digest: str,
+def audited_refusal(memories: Memories, provenance: Provenance, reason: str, *, digest: str,
                     signature: str | None = None, policy_fingerprint: str | None = None,
                     conn: psycopg.Connection | None = None) -> MemoryAdmissionError:
     """Audit a refusal the gate's judge did not make (an unknown session, an instruction-shaped
@@ -137,10 +137,11 @@ def audited_refusal(memories: "Memories", provenance: Provenance, reason: str, *
     return _refuse(memories, decision, provenance, digest, conn)
 
 
-def _check_session(memories: "Memories", record: Mapping[str, Any], provenance: Provenance,
+def _check_session(memories: Memories, record: Mapping[str, Any], provenance: Provenance,
                    policy: AdmissionPolicy, conn: psycopg.Connection | None) -> None:
     """Refuse a write naming an unknown session (audited) or an incognito one (not audited)."""
     session_id = provenance.session_id
+    assert session_id is not None  # only called for a provenance that names a session
     with memories.store.transaction(memories.ctx, conn) as c:
         row = session_row(c, memories.ctx.tenant, session_id)
     if row is not None and row.incognito:
@@ -168,11 +169,12 @@ def check_event_time(value: Any) -> str:
     else:
         raise InvalidArguments("event_at must be an ISO 8601 time, e.g. 2023-05-08T13:56:00+00:00")
     if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.timezone.utc)
-    return when.astimezone(_dt.timezone.utc).isoformat()
+        when = when.replace(tzinfo=_dt.UTC)
+    return when.astimezone(_dt.UTC).isoformat()
 
 
-def _embedding_for(store: "Store", content: str | None, embedder: Embedder | None) -> tuple[list[float] | None, str | None]:
+def _embedding_for(store: Store, content: str | None,
+                   embedder: Embedder | None) -> tuple[list[float] | None, str | None]:
     """The content's vector and the name of the embedder that computed it (the store's, or
     `embedder` checked against it and claimed for it: pymem.storage.embedding)."""
     if content is None:
@@ -181,7 +183,7 @@ def _embedding_for(store: "Store", content: str | None, embedder: Embedder | Non
     return embedder.embed([content])[0], embedder.name
 
 
-def judge_or_refuse(memories: "Memories", record: Mapping[str, Any], provenance: Provenance,
+def judge_or_refuse(memories: Memories, record: Mapping[str, Any], provenance: Provenance,
                     policy: AdmissionPolicy, *, conn: psycopg.Connection | None = None) -> Decision:
     """The gate's decision on `record`: returned when admitted; when refused, the refusal is
     audited first (see the module docstring) and MemoryAdmissionError is raised. For writers
@@ -194,7 +196,7 @@ def judge_or_refuse(memories: "Memories", record: Mapping[str, Any], provenance:
     return decision
 
 
-def _check_size(memories: "Memories", record: Mapping[str, Any]) -> None:
+def _check_size(memories: Memories, record: Mapping[str, Any]) -> None:
     """Refuse an oversized note before it is judged: the content check reads the whole record,
     and what could never be stored is not worth reading (InvalidArguments, nothing audited)."""
     limit = memories.store.settings.max_content_bytes
@@ -221,7 +223,7 @@ class Screened:
     row: dict[str, Any]
 
 
-def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
+def screen(memories: Memories, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
            policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
            conn: psycopg.Connection | None = None) -> Screened:
     """The gate's judgement without the write: judge `record` (raising MemoryAdmissionError after
@@ -276,7 +278,7 @@ def screen(memories: "Memories", record: Mapping[str, Any] | str, provenance: Pr
     return Screened(record=out, row=row)
 
 
-def admit(memories: "Memories", record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
+def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
           policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
           conn: psycopg.Connection | None = None) -> dict[str, Any]:
     """Judge `record` and write it, or audit the refusal and raise MemoryAdmissionError.

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Union
-from re import _constants as C  # noqa: N812 (the parser's opcode names)
-from re import _parser
+from re import _constants as C  # type: ignore[attr-defined]  # re's private parser modules: not in typeshed
+from re import _parser  # type: ignore[attr-defined]  # (as above)
+from typing import Any, Union
 
 __all__ = ["Need", "All", "Any_", "Lookups", "BOUNDARY", "SPACE", "needles", "present", "strings_of"]
 
@@ -47,20 +47,20 @@ _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT)
 
 
 #: A derived requirement: a string that must occur, all of several requirements, or one of several.
-Need = Union[str, "All", "Any"]
+Need = Union[str, "All", "Any_"]
 
 
 @dataclass(frozen=True, slots=True)
 class All:
-    parts: tuple["Need", ...]
+    parts: tuple[Need, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Any_:
-    parts: tuple["Need", ...]
+    parts: tuple[Need, ...]
 
 
-def needles(pattern: re.Pattern[str], *, single_spaced: bool = False) -> "Need | None":
+def needles(pattern: re.Pattern[str], *, single_spaced: bool = False) -> Need | None:
     """What every match of `pattern` contains (a string, All of, or Any of requirements), or None
     when nothing is known."""
     if not isinstance(pattern.pattern, str) or pattern.flags & re.IGNORECASE:
@@ -73,11 +73,11 @@ def needles(pattern: re.Pattern[str], *, single_spaced: bool = False) -> "Need |
     return _all([n for n in (general, _sequence(_one_space(tree))) if n is not None])
 
 
-def _one_space(items) -> list:
+def _one_space(items: Any) -> list[Any]:
     """The parse tree with every repetition of `\\s` bounded to at most one: what the pattern can
     match in a text where no two whitespace characters are adjacent (a normalised form), a
     superset of its matches there, so what this tree requires every such match holds."""
-    out = []
+    out: list[Any] = []
     for op, av in items:
         if op in _REPEATS:
             low, high, body = av
@@ -105,7 +105,7 @@ class Lookups:
     no distinct run holds it (searched in the runs joined by newlines, a few kilobytes where the
     text has tens) the string is absent too."""
 
-    __slots__ = ("text", "chars", "found", "_words", "single_spaced", "spaces")
+    __slots__ = ("_words", "chars", "found", "single_spaced", "spaces", "text")
 
     def __init__(self, text: str):
         self.text = text
@@ -186,7 +186,7 @@ def _word(char: str) -> bool:
     return _WORD.match(char) is not None
 
 
-def present(need: "Need | None", text: "str | Lookups") -> bool:
+def present(need: Need | None, text: str | Lookups) -> bool:
     """Whether `text` may match the pattern `need` was derived from (always True for None). Pass a
     Lookups to share the look-ups in one text between several patterns."""
     if need is None:
@@ -194,7 +194,7 @@ def present(need: "Need | None", text: "str | Lookups") -> bool:
     return _holds(need, text if isinstance(text, Lookups) else Lookups(text))
 
 
-def _holds(need: "Need", lookups: Lookups) -> bool:
+def _holds(need: Need, lookups: Lookups) -> bool:
     if isinstance(need, str):
         return lookups.has(need)
     if isinstance(need, All):
@@ -202,7 +202,7 @@ def _holds(need: "Need", lookups: Lookups) -> bool:
     return any(_holds(p, lookups) for p in need.parts)
 
 
-def strings_of(need: "Need | None") -> set[str]:
+def strings_of(need: Need | None) -> set[str]:
     """Every string `need` mentions (for tests and for reading)."""
     if need is None:
         return set()
@@ -225,7 +225,7 @@ _CLASS_CAP = 64
 _SPACE = tuple(c for c in map(chr, range(0x3100)) if c.isspace())
 
 
-def _all(parts: list["Need"]) -> "Need | None":
+def _all(parts: list[Need]) -> Need | None:
     # The requirements with the fewest strings first: they are the cheapest to look for, and the
     # first one missing settles the question.
     if not parts:
@@ -233,13 +233,13 @@ def _all(parts: list["Need"]) -> "Need | None":
     return parts[0] if len(parts) == 1 else All(tuple(sorted(parts, key=lambda p: len(strings_of(p)))))
 
 
-def _flush(run: set[str], parts: list["Need"]) -> None:
+def _flush(run: set[str], parts: list[Need]) -> None:
     # A run that may be empty guarantees nothing; otherwise one of its spellings occurs.
     if run and not any(r.replace(BOUNDARY, "") == "" for r in run):
         parts.append(next(iter(run)) if len(run) == 1 else Any_(tuple(sorted(run))))
 
 
-def _sequence(items) -> "Need | None":
+def _sequence(items: Any) -> Need | None:
     r"""Every part of a sequence is required: all of what each part requires. Adjacent parts whose
     spellings are few (literals, small classes and groups of them) are spelled out together, so
     "act\s+as" requires "act " or "act\n" ..., not "act" and "as" apart."""
@@ -271,14 +271,14 @@ def _sequence(items) -> "Need | None":
     return _all(parts)
 
 
-def _join(run: set[str], spelled: set[str], parts: list["Need"]) -> set[str]:
+def _join(run: set[str], spelled: set[str], parts: list[Need]) -> set[str]:
     if len(run) * len(spelled) > _CAP:
         _flush(run, parts)
         return set(spelled)
     return {a + b for a in run for b in spelled}
 
 
-def _language(items) -> "set[str] | None":
+def _language(items: Any) -> set[str] | None:
     """Every string a sequence can match, when they are few; else None."""
     out: set[str] = {""}
     for op, av in items:
@@ -291,7 +291,7 @@ def _language(items) -> "set[str] | None":
     return out
 
 
-def _spellings(op, av) -> "set[str] | None":
+def _spellings(op: Any, av: Any) -> set[str] | None:
     """Every string one element can match, when they are few; else None."""
     if op is C.LITERAL:
         return None if av in (0, 1) else {chr(av)}  # the markers' characters: never spelled
@@ -328,7 +328,7 @@ def _spellings(op, av) -> "set[str] | None":
     return None
 
 
-def _class(items) -> "set[str] | None":
+def _class(items: Any) -> set[str] | None:
     chars: set[str] = set()
     for op, av in items:
         if op is C.LITERAL and av not in (0, 1):
@@ -342,7 +342,7 @@ def _class(items) -> "set[str] | None":
     return chars if len(chars) <= _CLASS_CAP else None
 
 
-def _item(op, av) -> "Need | None":
+def _item(op: Any, av: Any) -> Need | None:
     if op is C.SUBPATTERN:
         _group, add_flags, _del_flags, body = av
         return None if add_flags & re.IGNORECASE else _sequence(body)

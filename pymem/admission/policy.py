@@ -32,10 +32,11 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ..config import environment
 from ..errors import InvalidArguments
@@ -67,10 +68,10 @@ def check_threshold(name: str, value: Any) -> float:
     refusing to the structural signals (the model's score never reaches it)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArguments(f"{name} must be a number in (0, 1], not {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or not 0.0 < value <= 1.0:
-        raise InvalidArguments(f"{name} must be a number in (0, 1], got {value!r}")
-    return value
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 < number <= 1.0:
+        raise InvalidArguments(f"{name} must be a number in (0, 1], got {number!r}")
+    return number
 
 
 def _weights_id() -> str:
@@ -81,10 +82,10 @@ def _unit_interval(name: str, value: Any) -> float:
     """A confidence-like number in [0, 1]. bool is refused: `True` is not a confidence."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidArguments(f"{name} must be a number in [0, 1], not {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidArguments(f"{name} must be a number in [0, 1], got {value!r}")
-    return value
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidArguments(f"{name} must be a number in [0, 1], got {number!r}")
+    return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,7 @@ class OriginRule:
             return self.effective_default
         return min(_unit_interval("confidence", confidence), self.ceiling)
 
-    def is_no_looser_than(self, other: "OriginRule") -> bool:
+    def is_no_looser_than(self, other: OriginRule) -> bool:
         """True if everything this rule admits, `other` admits too, at no lower a cap."""
         if not self.persist:
             return True
@@ -142,7 +143,7 @@ class OriginRule:
         return {k: getattr(self, k) for k in _RULE_KEYS}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, base: "OriginRule | None" = None) -> "OriginRule":
+    def from_json(cls, data: Mapping[str, Any], *, base: OriginRule | None = None) -> OriginRule:
         """A rule from a JSON object; with `base`, missing keys keep the base rule's values."""
         if not isinstance(data, Mapping):
             raise InvalidArguments(f"a policy rule must be a JSON object, not {type(data).__name__}")
@@ -271,7 +272,7 @@ class AdmissionPolicy:
 
     # -- derivation ----------------------------------------------------------------------------
 
-    def with_rules(self, **changes: Any) -> "AdmissionPolicy":
+    def with_rules(self, **changes: Any) -> AdmissionPolicy:
         """A new policy with some rows changed, in any direction (keyword = origin value).
 
         Values: an `OriginRule`, a mapping of rule fields to change, a number (the new
@@ -283,12 +284,12 @@ class AdmissionPolicy:
             table[origin] = _as_rule(origin, value, table[origin])
         return AdmissionPolicy(table, self.classifier_threshold)
 
-    def with_classifier_threshold(self, threshold: float | None) -> "AdmissionPolicy":
+    def with_classifier_threshold(self, threshold: float | None) -> AdmissionPolicy:
         """A new policy with another classifier threshold (None: the shipped, calibrated one).
         Lower refuses more notes; `tightened` never raises it."""
         return AdmissionPolicy(self.rules, threshold)
 
-    def tightened(self, **changes: Any) -> "AdmissionPolicy":
+    def tightened(self, **changes: Any) -> AdmissionPolicy:
         """Like `with_rules`, but refuses any change that would admit more than before.
 
         This is the safe operation to expose to anyone who is allowed to make the store more
@@ -302,12 +303,14 @@ class AdmissionPolicy:
                 raise InvalidArguments(f"tightened() would loosen the rule for {origin.value}")
         if threshold is not None:
             threshold = check_threshold("classifier_threshold", threshold)
-            if threshold > self.classifier_threshold:
+            current = self.classifier_threshold
+            assert current is not None  # __post_init__ resolves None to the shipped threshold
+            if threshold > current:
                 raise InvalidArguments("tightened() would raise the classifier threshold")
             new = new.with_classifier_threshold(threshold)
         return new
 
-    def deny(self, *origins: Origin | str) -> "AdmissionPolicy":
+    def deny(self, *origins: Origin | str) -> AdmissionPolicy:
         """A new policy that never persists the given origins."""
         return self.with_rules(**{_origin_key(o).value: False for o in origins})
 
@@ -347,7 +350,7 @@ class AdmissionPolicy:
     # -- configuration -------------------------------------------------------------------------
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, base: "AdmissionPolicy | None" = None) -> "AdmissionPolicy":
+    def from_json(cls, data: Mapping[str, Any], *, base: AdmissionPolicy | None = None) -> AdmissionPolicy:
         """A policy from a JSON object, applied over `base` (default: the default policy).
 
         Accepted keys (all optional)::
@@ -408,7 +411,7 @@ class AdmissionPolicy:
         return policy
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], *, base: "AdmissionPolicy | None" = None) -> "AdmissionPolicy":
+    def from_file(cls, path: str | os.PathLike[str], *, base: AdmissionPolicy | None = None) -> AdmissionPolicy:
         """A policy from a JSON file (format: see `from_json`)."""
         p = Path(path)
         try:
@@ -429,7 +432,7 @@ class AdmissionPolicy:
             raise InvalidArguments(f"admission policy file {str(p)!r}: {exc}") from None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "AdmissionPolicy":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> AdmissionPolicy:
         """The policy `environ` (a mapping of PYMEM_* variables; None: the environment's, now) asks for.
 
         ``PYMEM_POLICY_FILE`` (a JSON file, see `from_json`) is applied first, then the simple
@@ -478,8 +481,10 @@ def admission_policy_in_force(settings: Any) -> AdmissionPolicy:
     (see `AdmissionPolicy.from_env`) once, and again when PYMEM_POLICY_FILE changes or the
     settings are reloaded."""
     path = settings.value("PYMEM_POLICY_FILE")
-    return settings.in_force.get("admission_policy", lambda: AdmissionPolicy.from_env(settings.environ),
-                                 (path,) if path else ())
+    policy: AdmissionPolicy = settings.in_force.get("admission_policy",
+                                                    lambda: AdmissionPolicy.from_env(settings.environ),
+                                                    (path,) if path else ())
+    return policy
 
 
 def _require_mapping(key: Any, value: Any) -> Mapping[str, Any]:

@@ -24,6 +24,7 @@ combinations that ordinary notes do not produce refuse on their own (see `decisi
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .needles import Lookups, needles, present
 
@@ -243,7 +244,7 @@ _NEEDLES_SINGLE = {id(p): needles(p, single_spaced=True) for pats in SIGNALS.val
 _LONG = 2048
 
 
-def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list) -> bool:
+def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list[Any]) -> bool:
     """`has_dest` is [whether the text holds a sign of a destination (None until looked),
     the text's Lookups (None for a short text)]."""
     for p in patterns:
@@ -263,7 +264,7 @@ def _present(patterns: tuple[re.Pattern[str], ...], text: str, has_dest: list) -
 def detect(text: str, names: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """The names of the signals present in one normalised text, in SIGNAL_NAMES order (only
     those in `names`, when given)."""
-    has_dest: list = [None, Lookups(text) if len(text) >= _LONG else None]
+    has_dest: list[Any] = [None, Lookups(text) if len(text) >= _LONG else None]
     return tuple(n for n in (SIGNAL_NAMES if names is None else names) if _present(SIGNALS[n], text, has_dest))
 
 

@@ -13,8 +13,9 @@ settings (pymem.config), never by an environment read inside a call.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..config import environment
 from ..errors import InvalidArguments
@@ -84,7 +85,7 @@ class AdapterTrustPolicy:
         return f"untrusted adapter {source_adapter}" if source_adapter is not None else "untrusted: untagged row"
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "AdapterTrustPolicy":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> AdapterTrustPolicy:
         """From `environ` (PYMEM_* variables; None: the environment's, now):
         ``PYMEM_TRUSTED_ADAPTERS`` (comma-separated names) and ``PYMEM_TRUST_UNTAGGED``
         (boolean, default true). Empty variables count as unset."""
@@ -102,4 +103,6 @@ class AdapterTrustPolicy:
 def active_trust_policy(settings: Any) -> AdapterTrustPolicy:
     """The trust policy `settings` (a pymem Settings) ask for, built once per settings (and again
     after they are reloaded)."""
-    return settings.in_force.get("trust_policy", lambda: AdapterTrustPolicy.from_env(settings.environ))
+    policy: AdapterTrustPolicy = settings.in_force.get("trust_policy",
+                                                       lambda: AdapterTrustPolicy.from_env(settings.environ))
+    return policy

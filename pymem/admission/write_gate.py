@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -23,7 +24,7 @@ class WriteGate:
     `policy=None`: the policy in force at each call, as for `admit`.
     """
 
-    def __init__(self, memories: "Memories", policy: AdmissionPolicy | None = None, *,
+    def __init__(self, memories: Memories, policy: AdmissionPolicy | None = None, *,
                  embedder: Embedder | None = None):
         self.memories = memories
         self.policy = policy

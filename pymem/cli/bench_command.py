@@ -57,7 +57,8 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr, w
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, hostile: bool, fairness: bool, seconds: float,
+          keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, hostile: bool, fairness: bool,
+          seconds: float,
           hybrid: bool, scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
@@ -81,8 +82,8 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
     With --deliver, instead: one tenant with 300 memories and 12 sessions in a scratch database
     (pymem_bench_deliver), and --queries deliveries of one session's turns, as deliver and as
-    deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and statements per call (read off
-    the wire by a counting proxy) and latency p50/p95.
+    deliver_with_lessons (what the service's deliver runs), side by side: pool checkouts, round trips and statements per
+    call (read off the wire by a counting proxy) and latency p50/p95.
 
     With --latency, instead: one tenant of 600 memories in a scratch database
     (pymem_bench_latency) and --queries calls each of recall and deliver at k = 10, the queries
@@ -142,10 +143,7 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
                                   database=database or "pymem_bench", keep=keep, hybrid=hybrid)
     progress = lambda message: stderr(f"bench: {message}")  # noqa: E731
     with open_store() as store:
-        if scaling:
-            report = tool.run_scaling(store, config, progress)
-        else:
-            report = tool.run(store, config, progress=progress)
+        report = tool.run_scaling(store, config, progress) if scaling else tool.run(store, config, progress=progress)
     if as_json:
         echo_json(report)
     elif scaling:

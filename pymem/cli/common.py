@@ -11,7 +11,8 @@ import importlib
 import json
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -25,10 +26,10 @@ class PymemCommandError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
-        self.exit_code = exit_code
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class; each error sets its own
 
 
-def handle_errors(fn: Callable) -> Callable:
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -54,7 +55,7 @@ def workshop(module: str, command: str) -> Any:
         raise PymemCommandError(f"{command} {WORKSHOP_HINT}", exit_code=2) from None
 
 
-def context_options(fn: Callable) -> Callable:
+def context_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--tenant/--actor/--adapter/--scope with PYMEM_* defaults; passes `ctx: Context`."""
 
     @click.option("--tenant", envvar="PYMEM_TENANT", help="Tenant to act for [env: PYMEM_TENANT] (required).")
@@ -92,7 +93,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help=JSON_DOCUMENT
 json_lines_option = click.option("--json", "as_json", is_flag=True, help=JSON_LINES_HELP)
 
 
-def open_store():
+def open_store() -> Store:
     """Open the store from the environment (embedded when PYMEM_DSN is unset)."""
     try:
         return Store.open(Settings.from_env())
@@ -117,9 +118,9 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
         return
     cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=False)).rstrip())
     for row in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)).rstrip())
 
 
 def is_tty() -> bool:

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .. import Settings, get_embedder, reembed
-from ..admin import (admin_connection, bind_login, database_status, list_bindings, register_signing_key, stop_embedded,
-                     unbind_login, upgrade_schema, upgrade_sql)
+from ..admin import (
+    admin_connection,
+    bind_login,
+    database_status,
+    list_bindings,
+    register_signing_key,
+    stop_embedded,
+    unbind_login,
+    upgrade_schema,
+    upgrade_sql,
+)
 from ..context import parse_scope_pairs
 from ..integrity import load_or_create_key
 from .common import PymemCommandError, echo_json, handle_errors, json_option, open_store, stderr
+
+if TYPE_CHECKING:
+    from ..admin import LoginBinding
 
 
 @click.group()
@@ -101,8 +115,8 @@ def register_key_command(public_key: str | None) -> None:
     click.echo(f"signing key registered: {registered}")
 
 
-def _print_binding(b) -> None:
-    tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants) or "no tenant"
+def _print_binding(b: LoginBinding) -> None:
+    tenants = "every tenant" if b.all_tenants else ", ".join(b.tenants or ()) or "no tenant"
     scope = ", ".join(f"{k}={v}" for k, v in b.scope.items()) or "whole tenant"
     click.echo(f"{b.role}: adapter {b.adapter}; tenants: {tenants}; scope: {scope}")
 

@@ -4,25 +4,49 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from .. import Context, MemoryAdmissionError, Provenance, PymemError, end_session, erase, start_session, supersede
-from ..delivery import (erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections,
-                        recall_session, replace_summary, session_injections)
+from .. import (
+    Context,
+    MemoryAdmissionError,
+    Origin,
+    Provenance,
+    PymemError,
+    end_session,
+    erase,
+    start_session,
+    supersede,
+)
+from ..delivery import (
+    erase_session,
+    inspect_memories,
+    inspect_memory,
+    list_sessions,
+    memory_injections,
+    recall_session,
+    replace_summary,
+    session_injections,
+)
 from ..lessons import deliver_with_lessons
 from ..vocabulary import SURFACES
 from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
 from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, audit_group, report_refusal
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..delivery import Session
+
 SURFACE_CHOICE = click.Choice(list(SURFACES))
 
 
-def _when(value) -> str | None:
+def _when(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
-def _session_table(sessions) -> None:
+def _session_table(sessions: list[Session]) -> None:
     table([{"id": s.id, "surface": s.surface, "started": _when(s.started_at), "ended": _when(s.ended_at),
             "summary": "yes" if s.has_summary else "", "topic": _short(s.topic, 50)} for s in sessions],
           ["id", "surface", "started", "ended", "summary", "topic"])
@@ -43,7 +67,8 @@ def session_group() -> None:
 @click.argument("session_id", metavar="ID")
 @click.option("--surface", type=SURFACE_CHOICE, required=True, help="Where the session runs.")
 @click.option("--incognito", is_flag=True, help="Store nothing from this session, and inject nothing into it.")
-@click.option("--first-message", help="The user's first message: the topic is taken from it (never from assistant text).")
+@click.option("--first-message",
+              help="The user's first message: the topic is taken from it (never from assistant text).")
 @context_options
 @json_option
 @handle_errors
@@ -197,7 +222,7 @@ def deliver_command(session_id: str, query: str, turn: int | None, budget: int, 
     printed on stderr (in the JSON with --json). An incognito session receives nothing.
 
     Example: pymem deliver --session chat-43 --query "which currency does Initech pay in?" --lesson-tag billing --role coder
-    """
+    """  # noqa: E501 (the example is one command line, as it is pasted)
     if role is not None and not lesson_tags:
         raise click.UsageError("--role goes with --lesson-tag")
     with open_store() as store:
@@ -238,7 +263,7 @@ def supersede_command(old_id: str, text: str, origin: str, session_id: str | Non
 
     Example: pymem supersede 6f1c... "Initech now pays in USD" --origin user_asserted --session chat-43
     """
-    provenance = Provenance(origin=origin, session_id=session_id, source=source, citation=citation)
+    provenance = Provenance(origin=Origin(origin), session_id=session_id, source=source, citation=citation)
     with open_store() as store:
         try:
             out = supersede(store.bind(ctx), old_id, text, provenance, embedder=_embedder(store))
@@ -359,18 +384,22 @@ def audit_injections(session_id: str | None, turn: int | None, memory_id: str | 
     with open_store() as store:
         memories = store.bind(ctx)
         if memory_id is not None:
-            rows = memory_injections(memories, memory_id)
+            by_memory = memory_injections(memories, memory_id)
         else:
+            assert session_id is not None  # exactly one of the two was given (checked above)
             rows = session_injections(memories, session_id, turn=turn)
+    if memory_id is not None:
+        if as_json:
+            echo_json([r.to_json() for r in by_memory])
+            return
+        table([{"seq": r.seq, "session": r.session_id, "turn": r.turn, "section": r.section,
+                "at": _when(r.occurred_at)} for r in by_memory], ["seq", "session", "turn", "section", "at"])
+        return
     if as_json:
         echo_json([r.to_json() for r in rows])
         return
-    if memory_id is not None:
-        table([{"seq": r.seq, "session": r.session_id, "turn": r.turn, "section": r.section,
-                "at": _when(r.occurred_at)} for r in rows], ["seq", "session", "turn", "section", "at"])
-        return
     if not rows:
-        raise PymemError(f"no injection record for session {session_id[:100]!r} in this context")
+        raise PymemError(f"no injection record for session {(session_id or '')[:100]!r} in this context")
     for r in rows:
         click.echo(f"seq {r.seq}: session {r.session_id} turn {r.turn} at {_when(r.occurred_at)}, {r.tokens} of "
                    f"{r.budget} tokens ({r.counter}), {r.truncated} left out")

@@ -4,6 +4,7 @@ and facts shared between the tasks of a run, on the command line."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,11 +17,17 @@ from ..vocabulary import LESSON_TYPES, ORIGINS
 from .common import context_options, echo_json, handle_errors, json_lines_option, json_option, open_store, stderr, table
 from .memory_commands import _embedder, _short, report_refusal
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..conventions import Convention
+    from ..facts import Fact
+
 TYPE_CHOICE = click.Choice(list(LESSON_TYPES), case_sensitive=False)
 ORIGIN_CHOICE = click.Choice(list(ORIGINS))
 
 
-def _when(value) -> str | None:
+def _when(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value else None
 
 
@@ -58,7 +65,7 @@ def lessons_file(text: str, tags: tuple[str, ...], memory_type: str, confidence:
     confidence becomes the larger of the two. A refused lesson exits 1 (audited, nothing stored).
 
     Example: pymem lessons file "Run migrations with a lock timeout" --tag db --tag migrations --type project --source-task T-17
-    """
+    """  # noqa: E501 (the example is one command line, as it is pasted)
     with open_store() as store:
         try:
             filed = file_lesson(store.bind(ctx), text, tags, memory_type, confidence, source_task, origin=origin,
@@ -144,10 +151,10 @@ def conventions_group() -> None:
     chained in the ledger; `pymem verify` checks every receipt's signature and anchor.
 
     Example: pymem conventions file "Indent Makefile recipes with tabs" --subject Makefile --base-commit 3f2a... --assertion "make lint-tabs"
-    """
+    """  # noqa: E501 (the example is one command line, as it is pasted)
 
 
-def _rule_line(rule) -> str:
+def _rule_line(rule: Convention) -> str:
     symbol = f" {rule.subject_symbol}" if rule.subject_symbol else ""
     return (f"{rule.id} v{rule.version} {rule.status}: {rule.subject}{symbol} @ {rule.base_commit[:12]} | "
             f"{_short(rule.rule_text, 60)} | check: {_short(rule.assertion, 40)}")
@@ -157,7 +164,8 @@ def _rule_line(rule) -> str:
 @click.argument("rule")
 @click.option("--subject", required=True, metavar="PATH", help="The path or glob the rule applies to.")
 @click.option("--base-commit", required=True, metavar="SHA", help="The full commit SHA the rule was stated against.")
-@click.option("--assertion", required=True, metavar="CMD", help="The command that checks the rule (never run by pymem).")
+@click.option("--assertion", required=True, metavar="CMD",
+              help="The command that checks the rule (never run by pymem).")
 @click.option("--symbol", metavar="NAME", help="The symbol it is about; the rule expires when it no longer resolves.")
 @click.option("--tag", "tags", multiple=True, help="More tags for its lesson (repeatable).")
 @click.option("--source-task", metavar="ID", help="The review or task the correction came from.")
@@ -173,7 +181,7 @@ def conventions_file(rule: str, subject: str, base_commit: str, assertion: str, 
     with both receipt ids (exit 1), and nothing is filed.
 
     Example: pymem conventions file "Name migrations NNNN_slug.sql" --subject "sql/migrations/*.sql" --base-commit 3f2a9c... --assertion "pytest tests/migration"
-    """
+    """  # noqa: E501 (the example is one command line, as it is pasted)
     with open_store() as store:
         try:
             filed = file_review_correction(store.bind(ctx), rule, subject, base_commit, assertion, symbol, tags=tags,
@@ -184,7 +192,7 @@ def conventions_file(rule: str, subject: str, base_commit: str, assertion: str, 
             if as_json:
                 echo_json({"decision": "refused", "reason": str(exc), "receipt_id": exc.receipt_id,
                            "conflicting_id": exc.conflicting_id})
-                raise SystemExit(1)
+                raise SystemExit(1) from exc
             raise
     if as_json:
         echo_json(filed.to_json())
@@ -279,7 +287,7 @@ def facts_group() -> None:
     """
 
 
-def _fact_line(fact) -> str:
+def _fact_line(fact: Fact) -> str:
     by = fact.source_adapter or "operator"
     task = f" task {fact.producer_task}" if fact.producer_task else ""
     return f"{_when(fact.published_at)} {fact.tag}/{fact.key} by {by}{task}: {fact.value}"

@@ -14,10 +14,19 @@ from typing import Any, TextIO
 
 import click
 
-from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, admit, recall
+from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, Store, admit, recall
 from ..delivery import tier_of
 from ..integrity import history, refusals
-from .common import JSON_DOCUMENT_HELP, context_options, echo_json, handle_errors, json_option, open_store, stderr, table
+from .common import (
+    JSON_DOCUMENT_HELP,
+    context_options,
+    echo_json,
+    handle_errors,
+    json_option,
+    open_store,
+    stderr,
+    table,
+)
 
 ORIGIN_CHOICE = click.Choice([o.value for o in Origin])
 
@@ -34,7 +43,7 @@ def _short(text: Any, width: int = 70) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
-def _embedder(store):
+def _embedder(store: Store) -> Any:
     """The store's embedder (PYMEM_EMBEDDER only chooses for a store that has none recorded)."""
     return store.text_embedder()
 
@@ -171,7 +180,8 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
               help='JSON Lines of {"text", "origin", ...} objects ("-" for stdin), each judged on its own.')
 @context_options
 @click.option("--json", "as_json", is_flag=True,
-              help=JSON_DOCUMENT_HELP.removesuffix(".") + "; with --file, JSON Lines: one decision per line, each as it comes.")
+              help=JSON_DOCUMENT_HELP.removesuffix(".")
+              + "; with --file, JSON Lines: one decision per line, each as it comes.")
 @handle_errors
 def remember(text: str | None, origin: str | None, source: str | None, citation: str | None, session_id: str | None,
              run_id: str | None, turn: int | None, injection_source: str | None, tags: tuple[str, ...], hot: bool,
@@ -205,8 +215,8 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         raise click.UsageError("give TEXT to remember (or --file NOTES.jsonl)")
     if origin is None:
         raise click.UsageError("--origin is required: " + ", ".join(o.value for o in Origin))
-    provenance = Provenance(origin=origin, source=source, citation=citation, session_id=session_id, run_id=run_id,
-                            turn=turn, injection_source=injection_source)
+    provenance = Provenance(origin=Origin(origin), source=source, citation=citation, session_id=session_id,
+                            run_id=run_id, turn=turn, injection_source=injection_source)
     record: dict[str, Any] = {"content": text}
     tags = tuple(dict.fromkeys(tags + (("hot",) if hot else ())))
     if tags:

@@ -49,7 +49,8 @@ def _service(name: str) -> Any:
                    "[env: PYMEM_POOL_WAIT; default 5].")
 @handle_errors
 def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, tenant_calls: int | None,
-                  heavy_calls: int | None, lock_timeout_ms: int | None, statement_timeout_ms: int | None, pool_wait: float | None) -> None:
+                  heavy_calls: int | None, lock_timeout_ms: int | None, statement_timeout_ms: int | None,
+                  pool_wait: float | None) -> None:
     """Serve the memory service over HTTP, with MCP at /mcp; every call carries a signed token.
 
     Routes: POST /v1/handshake, POST /v1/call ({"verb", "args", "idempotency_key"}), GET /healthz,

@@ -6,6 +6,7 @@ Exit codes: 0 clean, 1 tampering found (or nothing signed), 2 usage or connectio
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,8 +14,11 @@ from .. import PymemError
 from ..integrity import anchor_store, audit_chain
 from .common import PymemCommandError, echo_json, json_option, open_store
 
+if TYPE_CHECKING:
+    from ..integrity import CheckpointReport, ReceiptAudit, VerifyReport
 
-def _print_report(report, label: str) -> None:
+
+def _print_report(report: VerifyReport, label: str) -> None:
     for t in report.tenants:
         click.echo(f"tenant {t.tenant}: {t.entries} entries, {t.rows_checked} live rows, "
                    f"head seq {t.head_seq or 0} hash {t.head_hash or '-'}")
@@ -30,7 +34,7 @@ def _print_report(report, label: str) -> None:
         click.echo(f"{label}TAMPERING DETECTED in tenant {bad.tenant} at {where}{memory}: {bad.problem}")
 
 
-def _print_receipts(report) -> None:
+def _print_receipts(report: ReceiptAudit) -> None:
     if report.checked or report.endings or report.registered_key:
         click.echo(f"receipts: {report.checked} checked, {report.endings} ended"
                    + ("; signatures and anchors intact" if report.clean else ""))
@@ -44,7 +48,7 @@ def _print_receipts(report) -> None:
         click.echo(f"RECEIPT PROBLEM{where}{what}{version}{seq}: {problem}")
 
 
-def _print_checkpoints(report) -> None:
+def _print_checkpoints(report: CheckpointReport) -> None:
     if report.clean:
         click.echo(f"checkpoints: {report.checked} checked, the chain extends every one")
     for f in report.findings:

@@ -22,7 +22,7 @@ _TIMEOUT = 60
 _SEPARATORS = re.compile(r"[.:]+")
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = child_environ(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     try:
         return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=_TIMEOUT,

@@ -12,10 +12,18 @@ from .deliver import Delivery, deliver
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
 from .injections import Injection, MemoryInjection, memory_injections, session_injections
 from .inspector import InspectedMemory, inspect_memories, inspect_memory
-from .supersession import erase, supersede
 from .ranking import DEFAULT_FLOOR
-from .sessions import (Session, SessionSummary, end_session, erase_session, list_sessions, recall_session,
-                       replace_summary, start_session)
+from .sessions import (
+                       Session,
+                       SessionSummary,
+                       end_session,
+                       erase_session,
+                       list_sessions,
+                       recall_session,
+                       replace_summary,
+                       start_session,
+)
+from .supersession import erase, supersede
 from .tiers import Tier, TierRule, TrustTiers, tier_of
 from .tokens import UNDERCOUNT_MARGIN, ApproxTokenCounter, EncodingCounter, TokenCounter
 

@@ -22,8 +22,9 @@ Any other counter is called on each whole block, as before.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any
 
 from ..errors import InvalidArguments
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry, render
@@ -46,16 +47,17 @@ class Fitted:
     lessons: list[DeliveredLesson] = field(default_factory=list)
 
 
-def _sections(keep: list, present: tuple[bool, bool, bool, bool]) -> tuple:
+def _sections(keep: list[Any], present: tuple[bool, bool, bool, bool]) -> tuple[Any, ...]:
     """(digest, hot, recalled, lessons) of `keep`; a section that is not present is None."""
     digest = [e for e in keep if isinstance(e, DigestEntry)]
     hot = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "hot"]
     recalled = [e for e in keep if isinstance(e, DeliveredItem) and e.section == "recalled"]
     lessons = [e for e in keep if isinstance(e, DeliveredLesson)]
-    return tuple(part if shown else None for part, shown in zip((digest, hot, recalled, lessons), present))
+    return tuple(part if shown else None
+                 for part, shown in zip((digest, hot, recalled, lessons), present, strict=False))
 
 
-def _render(keep: list, total: int, omitted: int, budget: int, present: tuple[bool, bool, bool, bool]) -> str:
+def _render(keep: list[Any], total: int, omitted: int, budget: int, present: tuple[bool, bool, bool, bool]) -> str:
     digest, hot, recalled, lessons = _sections(keep, present)
     return render(digest, hot, recalled, lessons=lessons, omitted=omitted, total=total, budget=budget)
 
@@ -91,7 +93,7 @@ def fit(digest: Sequence[DigestEntry] | None, hot: Sequence[DeliveredItem] | Non
     if isinstance(budget, bool) or not isinstance(budget, int) or not MIN_BUDGET <= budget <= MAX_BUDGET:
         raise InvalidArguments(f"budget must be an integer number of tokens between {MIN_BUDGET} and {MAX_BUDGET}")
     present = (digest is not None, hot is not None, recalled is not None, lessons is not None)
-    entries: list = [*(hot or ()), *(lessons or ()), *(recalled or ()), *(digest or ())]
+    entries: list[Any] = [*(hot or ()), *(lessons or ()), *(recalled or ()), *(digest or ())]
     total = len(entries)
     count = _block_counter(counter)
     everything = _render(entries, total, 0, budget, present)
@@ -105,7 +107,7 @@ def fit(digest: Sequence[DigestEntry] | None, hot: Sequence[DeliveredItem] | Non
                                    f"({counter.count(empty)} tokens by {counter.name})")
         keep = []
         for entry in entries:
-            if count(_render(keep + [entry], total, total, budget, present)) <= budget:
+            if count(_render([*keep, entry], total, total, budget, present)) <= budget:
                 keep.append(entry)
     while True:
         omitted = total - len(keep)

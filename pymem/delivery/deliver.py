@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import class_row
@@ -43,13 +44,12 @@ from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..embedder import Embedder
 from ..errors import ContextError, InvalidArguments, UnknownSession
-from ..recall import OVERFETCH_GROWTH, RecalledMemory, check_query_text, judge_hit, recall_session
+from ..recall import OVERFETCH_GROWTH, RecalledMemory, check_floor, check_query_text, judge_hit, recall_session
 from ..storage.search import MAX_TOP_K, SearchHit, check_top_k
 from ..storage.session_rows import SessionRow, session_row
 from . import injections
 from .budget import fit
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry
-from ..recall import check_floor
 from .ranking import fused_rank_score
 from .sessions import check_session_id, digest_sessions
 from .tiers import TrustTiers, tier_of, tiers_in_force
@@ -88,7 +88,7 @@ class Delivery:
 
     def to_json(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "turn": self.turn, "block": self.text,
-                "items": [i.to_json() for i in self.items], "lessons": [l.to_json() for l in self.lessons],
+                "items": [i.to_json() for i in self.items], "lessons": [lesson.to_json() for lesson in self.lessons],
                 "digest": [d.to_json() for d in self.digest],
                 "tokens": self.tokens, "budget": self.budget, "truncated": self.truncated, "counter": self.counter,
                 "block_sha256": self.block_sha256, "injection_seq": self.injection_seq, "incognito": self.incognito}
@@ -100,7 +100,7 @@ def _count(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
-def _digest(memories: "Memories", session: SessionRow, max_sessions: int, trust: AdapterTrustPolicy,
+def _digest(memories: Memories, session: SessionRow, max_sessions: int, trust: AdapterTrustPolicy,
             conn: psycopg.Connection | None) -> list[DigestEntry]:
     # asks for more than it shows: sessions of untrusted adapters are skipped, not counted
     rows = digest_sessions(memories, session, limit=min(10_000, 3 * max_sessions + 10), conn=conn)
@@ -115,7 +115,7 @@ def _digest(memories: "Memories", session: SessionRow, max_sessions: int, trust:
     return out
 
 
-def _hot(memories: "Memories", session_id: str, max_hot: int, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
+def _hot(memories: Memories, session_id: str, max_hot: int, policy: AdmissionPolicy, trust: AdapterTrustPolicy,
          guard: Any, tiers: TrustTiers, conn: psycopg.Connection | None) -> list[RecalledMemory]:
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SearchHit)) as cur:
         cur.execute(queries.query("session_hot"), (session_id, min(1000, 3 * max_hot + 10)))
@@ -131,7 +131,7 @@ def _hot(memories: "Memories", session_id: str, max_hot: int, policy: AdmissionP
     return kept
 
 
-def _recalled(memories: "Memories", session_id: str, query: str, top_k: int, floor: float | None, exclude: set[str],
+def _recalled(memories: Memories, session_id: str, query: str, top_k: int, floor: float | None, exclude: set[str],
               now: _dt.datetime, policy: AdmissionPolicy, trust: AdapterTrustPolicy, guard: Any, tiers: TrustTiers,
               embedder: Embedder | None, conn: psycopg.Connection | None) -> list[tuple[float, RecalledMemory]]:
     """The best `top_k` recalled memories by fused_rank_score. recall_session is asked for as many
@@ -158,7 +158,7 @@ def _recalled(memories: "Memories", session_id: str, query: str, top_k: int, flo
         want = min(MAX_TOP_K, want * OVERFETCH_GROWTH)
 
 
-def _session_times(memories: "Memories", hits: Sequence[RecalledMemory],
+def _session_times(memories: Memories, hits: Sequence[RecalledMemory],
                    conn: psycopg.Connection | None) -> dict[str, _dt.datetime]:
     ids = sorted({h.session_id for h in hits if h.session_id is not None})
     if not ids:
@@ -167,13 +167,14 @@ def _session_times(memories: "Memories", hits: Sequence[RecalledMemory],
         return dict(c.execute(queries.query("session_start_times"), (memories.ctx.tenant, ids)).fetchall())
 
 
-def _received(memories: "Memories", session_id: str, lessons: list[DeliveredLesson],
+def _received(memories: Memories, session_id: str, lessons: list[DeliveredLesson],
               conn: psycopg.Connection | None) -> list[DeliveredLesson]:
     """The lessons the session receives (filed in its scope or an ancestor's), in their order."""
     if not lessons:
         return lessons
     with memories.store.transaction(memories.ctx, conn) as c:
-        kept = set(c.execute(queries.query("session_receives"), (session_id, [l.id for l in lessons])).fetchone()[0])
+        kept = set(c.execute(queries.query("session_receives"),
+                             (session_id, [lesson.id for lesson in lessons])).fetchone()[0])
     return [lesson for lesson in lessons if lesson.id in kept]
 
 
@@ -192,7 +193,7 @@ def _item(section: str, hit: RecalledMemory, times: dict[str, _dt.datetime],
 _RECORD_ATTEMPTS = 3
 
 
-def _live(memories: "Memories", ids: Sequence[str], conn: psycopg.Connection | None) -> set[str]:
+def _live(memories: Memories, ids: Sequence[str], conn: psycopg.Connection | None) -> set[str]:
     """Which of `ids` are still live memories of this context."""
     with memories.store.transaction(memories.ctx, conn) as c:
         return {row[0] for row in c.execute(queries.query("live_memory_ids"), (memories.ctx.tenant, list(ids)))}
@@ -209,7 +210,7 @@ def _check_lessons(lessons: Any) -> list[DeliveredLesson] | None:
     return list(lessons)
 
 
-def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: int | None = None,
+def deliver(memories: Memories, session_id: str, query: str | None, *, turn: int | None = None,
             budget: int = DEFAULT_BUDGET, top_k: int = DEFAULT_TOP_K, max_sessions: int = DEFAULT_MAX_SESSIONS,
             max_hot: int = DEFAULT_MAX_HOT, floor: float | None = None, tiers: TrustTiers | None = None,
             policy: AdmissionPolicy | None = None, trust: AdapterTrustPolicy | None = None, guard: Any = None,
@@ -245,7 +246,7 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
             or not isinstance(trust, AdapterTrustPolicy) or not callable(getattr(counter, "count", None)):
         raise InvalidArguments("tiers, policy, trust and counter must be TrustTiers, AdmissionPolicy, "
                                "AdapterTrustPolicy and a token counter")
-    now = now if now is not None else _dt.datetime.now(_dt.timezone.utc)
+    now = now if now is not None else _dt.datetime.now(_dt.UTC)
 
     # One checkout for the whole call; every read in one snapshot (on pymem's own connection a
     # REPEATABLE READ, READ ONLY transaction), then the injection record in a transaction of its
@@ -293,7 +294,8 @@ def deliver(memories: "Memories", session_id: str, query: str | None, *, turn: i
             except ContextError:
                 # A memory of the block was deleted or erased after it was ranked (a concurrent call):
                 # deliver without it rather than fail the turn. Anything else is raised as it was.
-                named = [i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons] + [i.id for i in fitted.recalled]
+                named = ([i.id for i in fitted.hot] + [lesson.id for lesson in fitted.lessons]
+                         + [i.id for i in fitted.recalled])
                 gone = set(named) - _live(memories, named, c)
                 if not gone or attempt == _RECORD_ATTEMPTS - 1:
                     raise

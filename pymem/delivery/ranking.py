@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..config import environment
 from ..errors import InvalidArguments

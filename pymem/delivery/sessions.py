@@ -19,8 +19,9 @@ policy does not allow, is withheld on recall with the reason.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import errors as pgerr
@@ -33,7 +34,7 @@ from ..admission.judge import digest_of_arguments
 from ..admission.provenance import Provenance
 from ..admission.scanning import instruction_shaped
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
-from ..errors import IncognitoSession, InvalidArguments, NotFound, UnknownSession
+from ..errors import IncognitoSession, InvalidArguments, MemoryAdmissionError, NotFound, UnknownSession
 from ..storage.session_rows import SessionRow, session_row
 from ..storage.validate import check_id, check_text
 from ..vocabulary import SURFACES, Origin, is_plain_text
@@ -65,7 +66,7 @@ class Session:
     scope: dict[str, Any]
 
     @classmethod
-    def from_row(cls, row: SessionRow) -> "Session":
+    def from_row(cls, row: SessionRow) -> Session:
         return cls(id=row.id, surface=row.surface, incognito=row.incognito, topic=row.topic,
                    started_at=row.started_at, ended_at=row.ended_at, has_summary=row.summary is not None,
                    source_adapter=row.source_adapter, scope=dict(row.scope))
@@ -98,10 +99,10 @@ class SessionSummary:
 
 def check_session_id(value: Any, what: str = "session id") -> str:
     """A session id: 1-256 characters, no control or format characters (it is shown to agents)."""
-    value = check_id(value, what)
-    if not is_plain_text(value) or value != value.strip():
+    checked = check_id(value, what)
+    if not is_plain_text(checked) or checked != checked.strip():
         raise InvalidArguments(f"{what} must have no control or format characters and no surrounding spaces")
-    return value
+    return checked
 
 
 def _check_summary(summary: Any) -> str:
@@ -111,7 +112,7 @@ def _check_summary(summary: Any) -> str:
     return text
 
 
-def _row(memories: "Memories", session_id: str, conn: psycopg.Connection | None) -> SessionRow | None:
+def _row(memories: Memories, session_id: str, conn: psycopg.Connection | None) -> SessionRow | None:
     with memories.store.transaction(memories.ctx, conn) as c:
         return session_row(c, memories.ctx.tenant, session_id)
 
@@ -120,21 +121,23 @@ def _summary_provenance(session_id: str) -> Provenance:
     return Provenance(Origin.MODEL_INFERRED, session_id=session_id, source=SUMMARY_SOURCE)
 
 
-def _changed(memories: "Memories", statement: str, params: tuple, conn: psycopg.Connection | None) -> SessionRow | None:
+def _changed(memories: Memories, statement: str, params: tuple[Any, ...],
+             conn: psycopg.Connection | None) -> SessionRow | None:
     """Run a named statement that writes one session and returns it (None: no row it may change)."""
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(statement, params)
-        return cur.fetchone()
+        row: SessionRow | None = cur.fetchone()
+        return row
 
 
-def _refuse_write(memories: "Memories", session_id: str, summary: str | None, reason: str,
-                  conn: psycopg.Connection | None, signature: str | None = None):
+def _refuse_write(memories: Memories, session_id: str, summary: str | None, reason: str,
+                  conn: psycopg.Connection | None, signature: str | None = None) -> MemoryAdmissionError:
     provenance = _summary_provenance(session_id)
     digest = digest_of_arguments({"session": session_id, "summary": summary}, provenance)
     return audited_refusal(memories, provenance, reason, digest=digest, signature=signature, conn=conn)
 
 
-def _writable(memories: "Memories", session_id: str, summary: str | None,
+def _writable(memories: Memories, session_id: str, summary: str | None,
               conn: psycopg.Connection | None) -> SessionRow:
     """The session a summary or an end is written to: known (else an audited refusal)."""
     row = _row(memories, session_id, conn)
@@ -145,14 +148,14 @@ def _writable(memories: "Memories", session_id: str, summary: str | None,
     return row
 
 
-def _scanned(memories: "Memories", session_id: str, summary: str, conn: psycopg.Connection | None) -> None:
+def _scanned(memories: Memories, session_id: str, summary: str, conn: psycopg.Connection | None) -> None:
     signature = instruction_shaped(summary)
     if signature is not None:
         raise _refuse_write(memories, session_id, summary, f"instruction-shaped summary ({signature})", conn,
                             signature=signature)
 
 
-def start_session(memories: "Memories", session_id: str, surface: str, *, incognito: bool = False,
+def start_session(memories: Memories, session_id: str, surface: str, *, incognito: bool = False,
                   first_message: str | None = None, messages: Sequence[Mapping[str, Any]] | None = None,
                   conn: psycopg.Connection | None = None) -> Session:
     """Start session `session_id` on `surface` (one of SURFACES) in the context's tenant and scope.
@@ -177,10 +180,11 @@ def start_session(memories: "Memories", session_id: str, surface: str, *, incogn
                        (ctx.tenant, session_id, Jsonb(dict(ctx.scope)), surface, incognito, topic), conn)
     except pgerr.UniqueViolation:
         raise InvalidArguments(f"session {session_id[:100]!r} was already started in this tenant") from None
+    assert row is not None  # an insert returns the row it wrote
     return Session.from_row(row)
 
 
-def end_session(memories: "Memories", session_id: str, *, summary: str | None = None,
+def end_session(memories: Memories, session_id: str, *, summary: str | None = None,
                 conn: psycopg.Connection | None = None) -> Session:
     """End an open session, storing `summary` if given (dropped, never sent, for an incognito
     session). An instruction-shaped summary is refused (audited) and the session stays open."""
@@ -200,7 +204,7 @@ def end_session(memories: "Memories", session_id: str, *, summary: str | None = 
     return Session.from_row(ended)
 
 
-def replace_summary(memories: "Memories", session_id: str, summary: str, *,
+def replace_summary(memories: Memories, session_id: str, summary: str, *,
                     conn: psycopg.Connection | None = None) -> Session:
     """Set or replace a session's summary (a session.summary event; the old text is not kept)."""
     session_id = check_session_id(session_id)
@@ -218,17 +222,18 @@ def replace_summary(memories: "Memories", session_id: str, summary: str, *,
     return Session.from_row(changed)
 
 
-def recent_sessions(memories: "Memories", *, limit: int, exclude: str | None = None,
+def recent_sessions(memories: Memories, *, limit: int, exclude: str | None = None,
                     conn: psycopg.Connection | None = None) -> list[SessionRow]:
     """The context's visible sessions, newest first: never incognito, never erased, never `exclude`."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
         raise InvalidArguments("limit must be an integer between 1 and 10000")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
         cur.execute(queries.query("recent_sessions"), (memories.ctx.tenant, exclude, limit))
-        return cur.fetchall()
+        found: list[SessionRow] = cur.fetchall()
+        return found
 
 
-def digest_sessions(memories: "Memories", session: SessionRow, *, limit: int,
+def digest_sessions(memories: Memories, session: SessionRow, *, limit: int,
                     conn: psycopg.Connection | None = None) -> list[SessionRow]:
     """The other sessions `session`'s digest may list, newest first: visible, never incognito or
     erased, and of `session`'s own scope or a narrower one (a user's session lists that user's
@@ -236,16 +241,18 @@ def digest_sessions(memories: "Memories", session: SessionRow, *, limit: int,
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
         raise InvalidArguments("limit must be an integer between 1 and 10000")
     with memories.store.transaction(memories.ctx, conn) as c, c.cursor(row_factory=class_row(SessionRow)) as cur:
-        cur.execute(queries.query("digest_sessions"), (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
-        return cur.fetchall()
+        cur.execute(queries.query("digest_sessions"),
+                    (memories.ctx.tenant, Jsonb(dict(session.scope)), session.id, limit))
+        found: list[SessionRow] = cur.fetchall()
+        return found
 
 
-def list_sessions(memories: "Memories", *, limit: int = 100, conn: psycopg.Connection | None = None) -> list[Session]:
+def list_sessions(memories: Memories, *, limit: int = 100, conn: psycopg.Connection | None = None) -> list[Session]:
     """The context's sessions, newest first (incognito and erased sessions never appear)."""
     return [Session.from_row(r) for r in recent_sessions(memories, limit=limit, conn=conn)]
 
 
-def recall_session(memories: "Memories", session_id: str, *, trust: AdapterTrustPolicy | None = None,
+def recall_session(memories: Memories, session_id: str, *, trust: AdapterTrustPolicy | None = None,
                    conn: psycopg.Connection | None = None) -> SessionSummary:
     """One session's stored summary, on demand (the tool an agent calls to expand a digest line).
 
@@ -271,7 +278,7 @@ def recall_session(memories: "Memories", session_id: str, *, trust: AdapterTrust
                           topic=topic, summary=summary, withheld=withheld)
 
 
-def erase_session(memories: "Memories", session_id: str, reason: str, *,
+def erase_session(memories: Memories, session_id: str, reason: str, *,
                   conn: psycopg.Connection | None = None) -> int:
     """Erase a session's topic and summary (the row stays, so its id still explains the memories
     and injection records that name it); the reason is a ledger event. Returns its seq."""

@@ -240,4 +240,6 @@ def tiers_in_force(settings: Any) -> TrustTiers:
     """The trust tiers `settings` (a pymem Settings) ask for: built from their PYMEM_* values (see
     `TrustTiers.from_env`) once, and again when PYMEM_TIERS_FILE changes or the settings are reloaded."""
     path = settings.value("PYMEM_TIERS_FILE")
-    return settings.in_force.get("trust_tiers", lambda: TrustTiers.from_env(settings.environ), (path,) if path else ())
+    tiers: TrustTiers = settings.in_force.get("trust_tiers", lambda: TrustTiers.from_env(settings.environ),
+                                              (path,) if path else ())
+    return tiers

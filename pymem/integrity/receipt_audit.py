@@ -20,8 +20,9 @@ edited) is pymem.verify_chain's job, which `pymem verify` runs first.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -68,7 +69,7 @@ class ReceiptForm:
         return hashlib.sha256(self.signed_bytes()).digest()
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "ReceiptForm":
+    def from_row(cls, row: Mapping[str, Any]) -> ReceiptForm:
         """From a pymem.convention_receipts row, by column name."""
         return cls(tenant=row["tenant_id"], id=row["id"], version=row["version"], scope=dict(row["scope"]),
                    source_adapter=row["source_adapter"], subject=row["subject"], subject_symbol=row["subject_symbol"],
@@ -154,8 +155,8 @@ def _ending_problem(ending: Mapping[str, Any], events: list[Mapping[str, Any]]) 
     return None
 
 
-def _findings(trusted: str | None, registered: str | None, receipts: list[dict], events: list[dict],
-              endings: list[dict]) -> list[ReceiptFinding]:
+def _findings(trusted: str | None, registered: str | None, receipts: list[dict[str, Any]],
+              events: list[dict[str, Any]], endings: list[dict[str, Any]]) -> list[ReceiptFinding]:
     found: list[ReceiptFinding] = []
     if registered is not None and trusted is not None and registered != trusted:
         found.append(ReceiptFinding(f"the signing key registered in the database ({_short(registered)}) is not this "
@@ -163,15 +164,15 @@ def _findings(trusted: str | None, registered: str | None, receipts: list[dict],
     if receipts and trusted is None:
         found.append(ReceiptFinding("no trusted key to check receipt signatures against: no installation key file "
                                     "(PYMEM_SIGNING_KEY) and no public key given"))
-    anchors: dict[tuple, list[dict]] = {}
-    ends: dict[tuple, list[dict]] = {}
+    anchors: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    ends: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for event in events:
         details = event["details"]
-        key = (event["tenant_id"], details.get("receipt"))
+        receipt_key = (event["tenant_id"], details.get("receipt"))
         if event["event"] in ANCHORS:
-            anchors.setdefault(key + (details.get("version"),), []).append(event)
+            anchors.setdefault((*receipt_key, details.get("version")), []).append(event)
         else:
-            ends.setdefault(key, []).append(event)
+            ends.setdefault(receipt_key, []).append(event)
     versions = {(r["tenant_id"], r["id"], r["version"]) for r in receipts}
     for row in receipts:
         key = (row["tenant_id"], row["id"], row["version"])
@@ -187,14 +188,15 @@ def _findings(trusted: str | None, registered: str | None, receipts: list[dict],
                 "(deleted, or the anchor was appended by hand)", tenant, receipt, version, listed[0]["seq"]))
     ended = {(e["tenant_id"], e["receipt_id"]) for e in endings}
     for ending in endings:
-        key = (ending["tenant_id"], ending["receipt_id"])
-        problem = _ending_problem(ending, ends.get(key, []))
+        ending_key = (ending["tenant_id"], ending["receipt_id"])
+        problem = _ending_problem(ending, ends.get(ending_key, []))
         if problem is not None:
             found.append(ReceiptFinding(problem, ending["tenant_id"], ending["receipt_id"]))
-    for key, listed in sorted(ends.items(), key=lambda kv: kv[1][0]["seq"]):
-        if key not in ended:
+    for ends_key, listed in sorted(ends.items(), key=lambda kv: kv[1][0]["seq"]):
+        if ends_key not in ended:
             found.append(ReceiptFinding(f"ledger entry seq {listed[0]['seq']} ends a rule that has no ending row "
-                                        "(deleted, or appended by hand)", key[0], key[1], None, listed[0]["seq"]))
+                                        "(deleted, or appended by hand)", ends_key[0], ends_key[1], None,
+                                        listed[0]["seq"]))
     return found
 
 

@@ -20,7 +20,8 @@ trust policy in force now: a row the policy now withholds is not returned (pymem
 
 Batches behave like LangGraph's in-memory store: the reads of a batch see the store as it was
 before the batch; its writes are applied together (the last write to an item wins). A batch, its
-reads and its writes, is one transaction on one connection. Without a query, a search returns items namespace by namespace, in the order each
+reads and its writes, is one transaction on one connection. Without a query, a search returns items
+namespace by namespace, in the order each
 namespace and each item were first put (an update keeps an item's place; a namespace that has
 lost every item starts afresh).
 """
@@ -29,23 +30,35 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from langgraph.store.base import (BaseStore, GetOp, InvalidNamespaceError, Item, ListNamespacesOp, PutOp,
-                                  SearchItem, SearchOp)
+import psycopg
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 from pgvector import Vector
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from .. import queries
 from ..admission.gate import bind_provenance, judge_or_refuse
+from ..admission.judge import Decision
 from ..admission.policy import AdmissionPolicy, admission_policy_in_force
-from ..admission.provenance import Provenance
+from ..admission.provenance import Provenance, parse_origin
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
+from ..context import Context
 from ..errors import AccessDenied, InvalidArguments
 from ..storage.memories import Memories
-from ..storage.rows import check_row, write_rows
+from ..storage.rows import MemoryRow, check_row, write_rows
 from ..storage.search import SearchHit, check_text_query, run_search
 from ..vocabulary import MAX_NAME, MAX_TOP_K, is_plain_text
 from . import namespaces as ns
@@ -143,7 +156,8 @@ class PymemStore(BaseStore):
         self.name = name
         self.index = Index(index, store_dim=memories.store.embedding_dim) if index is not None else None
         self.provenance = bind_provenance(provenance if provenance is not None
-                                          else Provenance(origin, source=SOURCE), memories.ctx.adapter)
+                                          else Provenance(parse_origin(origin), source=SOURCE),
+                                          memories.ctx.adapter)
         self.gate = bool(gate)
         self.policy = policy
         self.trust = trust
@@ -152,7 +166,7 @@ class PymemStore(BaseStore):
         self.hybrid = hybrid
 
     @property
-    def ctx(self):
+    def ctx(self) -> Context:
         return self.memories.ctx
 
     # -- the BaseStore contract ---------------------------------------------------------------
@@ -228,10 +242,11 @@ class PymemStore(BaseStore):
     def _queries(self, plan: _Plan) -> list[str]:
         return list(dict.fromkeys(op.query for _, op, _ in plan.searches if op.query))
 
-    def _embed_puts(self, plan: _Plan, embed) -> None:
+    def _embed_puts(self, plan: _Plan, embed: Callable[[list[str]], Any]) -> None:
         texts = [t for put in plan.puts.values() for t in put.texts]
         if not texts:
             return
+        assert self.index is not None  # texts to embed come only from an index's fields
         vectors = self.index.check_vectors(embed(texts), len(texts))
         at = 0
         for put in plan.puts.values():
@@ -239,13 +254,15 @@ class PymemStore(BaseStore):
             at += len(put.texts)
 
     def _vector(self, vector: Any) -> list[float]:
+        assert self.index is not None  # a query vector is made only for a store with an index
         return self.index.check_vectors([vector], 1)[0]
 
     # -- running: reads first (the store as it was), then the writes in one transaction ------
 
     def _reader(self) -> _Reader:
         return _Reader(self.name, self.ctx.adapter,
-                       self.policy if self.policy is not None else admission_policy_in_force(self.memories.store.settings),
+                       self.policy if self.policy is not None
+                       else admission_policy_in_force(self.memories.store.settings),
                        self.trust if self.trust is not None else active_trust_policy(self.memories.store.settings))
 
     def _run(self, plan: _Plan) -> list[Any]:
@@ -253,7 +270,7 @@ class PymemStore(BaseStore):
         with self.memories.store.transaction(self.ctx) as c:
             return self._run_in(plan, c)
 
-    def _run_in(self, plan: _Plan, c) -> list[Any]:
+    def _run_in(self, plan: _Plan, c: psycopg.Connection) -> list[Any]:
         results: list[Any] = [None] * len(plan.ops)
         reader = self._reader() if plan.gets or plan.searches or plan.lists else None
         if plan.gets:
@@ -261,21 +278,24 @@ class PymemStore(BaseStore):
             with self.memories.store.transaction(self.ctx, c) as t, t.cursor(row_factory=class_row(SearchHit)) as cur:
                 cur.execute(queries.query("langgraph_get"), (self.ctx.tenant, ids))
                 rows = cur.fetchall()
+            assert reader is not None  # made above for a plan with reads
             found = {r["namespace_key"]: r for r in map(reader.own, rows) if r is not None}
             for i, op, _ in plan.gets:
                 record = found.get((tuple(op.namespace), op.key))
                 results[i] = _item(record) if record is not None else None
-        for i, op, conditions in plan.searches:
-            results[i] = self._search(reader, op, conditions, plan.query_vectors.get(op.query) if op.query else None,
-                                      c)
-        for i, op in plan.lists:
-            results[i] = self._list_namespaces(reader, op, c)
+        for i, search, conditions in plan.searches:
+            assert reader is not None
+            results[i] = self._search(reader, search, conditions,
+                                      plan.query_vectors.get(search.query) if search.query else None, c)
+        for i, listing in plan.lists:
+            assert reader is not None
+            results[i] = self._list_namespaces(reader, listing, c)
         if plan.puts:
             self._write(plan, c)
         return results
 
     def _search(self, reader: _Reader, op: SearchOp, conditions: list[dict[str, Any]],
-                vector: list[float] | None, c) -> list[SearchItem]:
+                vector: list[float] | None, c: psycopg.Connection) -> list[SearchItem]:
         if op.limit == 0:
             return []
         scope = ns.prefix_scope(self.name, tuple(op.namespace_prefix))
@@ -300,7 +320,8 @@ class PymemStore(BaseStore):
         return out
 
     def _ranked(self, reader: _Reader, vector: list[float], scope: dict[str, str],
-                want: int, c, *, text: str | None = None) -> list[tuple[dict, float]] | None:
+                want: int, c: psycopg.Connection, *,
+                text: str | None = None) -> list[tuple[dict[str, Any], float]] | None:
         """The `want` best own, believed items by pymem.search (which counts every row in the scope,
         the store's or not): asks for more while rows that are not believed items crowd them out;
         None when even MAX_TOP_K rows do not hold enough (then the store's query ranks them)."""
@@ -316,8 +337,9 @@ class PymemStore(BaseStore):
                 return None
             fetch = min(MAX_TOP_K, fetch * 4)
 
-    def _items(self, reader: _Reader, vector, scope, conditions, which: str, limit: int,
-               offset: int, c) -> list[tuple[dict, float]]:
+    def _items(self, reader: _Reader, vector: list[float] | None, scope: dict[str, str],
+               conditions: list[dict[str, Any]], which: str, limit: int,
+               offset: int, c: psycopg.Connection) -> list[tuple[dict[str, Any], float]]:
         """The store's own, believed items under `scope` in the query's order, paged after judging
         (so `offset` counts items returned, not rows read): asks for more while some are withheld."""
         want = offset + limit
@@ -333,7 +355,8 @@ class PymemStore(BaseStore):
                 return kept[offset:want]
             ask *= 4
 
-    def _list_namespaces(self, reader: _Reader, op: ListNamespacesOp, conn) -> list[tuple[str, ...]]:
+    def _list_namespaces(self, reader: _Reader, op: ListNamespacesOp,
+                         conn: psycopg.Connection) -> list[tuple[str, ...]]:
         if reader.trust.verdict(reader.writer) is not None:
             return []  # the store's adapter is not trusted: none of its items is returned, nor their namespaces
         conditions = ns.conditions_of(op.match_conditions)
@@ -344,7 +367,7 @@ class PymemStore(BaseStore):
         found = [tuple(r[0]) for r in rows if isinstance(r[0], list)]
         return ns.select_namespaces(found, conditions, op.max_depth, op.limit, op.offset)
 
-    def _write(self, plan: _Plan, conn) -> None:
+    def _write(self, plan: _Plan, conn: psycopg.Connection) -> None:
         ctx, store = self.ctx, self.memories.store
         writes = [p for p in plan.puts.values() if p.op.value is not None]
         deletes = [p.id for p in plan.puts.values() if p.op.value is None]
@@ -391,8 +414,10 @@ class PymemStore(BaseStore):
                 raise AccessDenied("this context's scope confines it to other namespaces (or another store) "
                                    f"than the one written: its scope names {axis}")
 
-    def _row(self, put: _Put, decision, now: _dt.datetime, created: Any, rank: Any, ns_rank: Any):
+    def _row(self, put: _Put, decision: Decision | None, now: _dt.datetime, created: Any, rank: Any,
+             ns_rank: Any) -> MemoryRow:
         namespace = tuple(put.op.namespace)
+        assert put.op.value is not None  # a row is made for a put with a value (a delete has none)
         record = {"namespace": list(namespace), "key": put.op.key, "value": dict(put.op.value),
                   "created_at": created if isinstance(created, str) else now.isoformat(),
                   "updated_at": now.isoformat(), "rank": rank, "ns_rank": ns_rank}
@@ -415,17 +440,17 @@ class PymemStore(BaseStore):
 def _namespace(namespace: Any, what: str, *, allow_empty: bool = False, writing: bool = False) -> tuple[str, ...]:
     if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
         raise InvalidNamespaceError(f"a {what} namespace must be a tuple of strings")
-    namespace = tuple(namespace)
-    if not namespace and not allow_empty:
+    labels: tuple[str, ...] = tuple(namespace)
+    if not labels and not allow_empty:
         raise InvalidNamespaceError("a namespace cannot be empty")
-    for label in namespace:
+    for label in labels:
         if not isinstance(label, str) or not label:
             raise InvalidNamespaceError("namespace labels must be non-empty strings")
         if "." in label or "\x00" in label:
             raise InvalidNamespaceError("namespace labels cannot contain periods ('.') or NUL bytes")
-    if writing and namespace[0] == "langgraph":
+    if writing and labels[0] == "langgraph":
         raise InvalidNamespaceError('the root label of a namespace cannot be "langgraph"')
-    return namespace
+    return labels
 
 
 def _key(key: Any) -> str:
@@ -443,7 +468,7 @@ def _count(value: Any, what: str) -> int:
 
 
 def _micros(moment: _dt.datetime) -> int:
-    delta = moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    delta = moment - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

@@ -10,8 +10,8 @@ delivery envelope (pymem.lessons.selection); `deliver_with_lessons`, the turn ev
 injection record names them (pymem.lessons.delivery_turn).
 """
 
-from .filing import FiledLesson, Lesson, file_lesson, list_lessons
 from .delivery_turn import deliver_with_lessons
+from .filing import FiledLesson, Lesson, file_lesson, list_lessons
 from .selection import DEFAULT_CACHE, LessonCache, LessonsForTask, excluded_roles, lessons_for_task
 
 __all__ = ["FiledLesson", "Lesson", "file_lesson", "list_lessons", "LessonCache", "LessonsForTask",

@@ -21,9 +21,9 @@ import psycopg
 
 from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
-from ..errors import InvalidArguments
 from ..delivery.deliver import Delivery, deliver
 from ..delivery.tokens import TokenCounter, default_counter
+from ..errors import InvalidArguments
 from .selection import DEFAULT_CACHE, DEFAULT_LIMIT, LessonCache, lessons_for_task
 
 if TYPE_CHECKING:  # pragma: no cover

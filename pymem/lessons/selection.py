@@ -38,11 +38,11 @@ from psycopg.rows import dict_row
 from .. import queries
 from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
+from ..config import environment
 from ..delivery.budget import fit
 from ..delivery.envelope import DeliveredLesson
 from ..delivery.sessions import check_session_id
 from ..delivery.tokens import TokenCounter, default_counter
-from ..config import environment
 from ..errors import InvalidArguments, UnknownSession
 from ..recall import RecalledMemory, WithheldMemory, judge_hit
 from ..storage.search import SearchHit

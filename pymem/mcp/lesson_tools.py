@@ -10,7 +10,8 @@ pymem.service.verbs, in the call's context only.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context as ToolContext
 from mcp.server.mcpserver import MCPServer
@@ -28,7 +29,7 @@ OriginName = Literal[ORIGINS]  # type: ignore[valid-type]
 LESSON_TOOLS = ("file_lesson", "list_lessons", "lessons_for_task", "file_review_correction", "active_conventions",
                 "retire_convention", "publish_fact", "subscribe_facts")
 
-Run = Callable[[ToolContext, str, dict[str, Any]], Any]
+Run = Callable[[ToolContext, str, dict[str, Any]], dict[str, Any]]
 
 
 def _d(text: str) -> Any:
@@ -83,9 +84,11 @@ def register_lesson_tools(server: MCPServer, run: Run, reads: ToolAnnotations, w
     def file_review_correction(rule_text: Annotated[str, _d("the rule, in one line")],
                                subject: Annotated[str, _d("the path or glob it applies to")],
                                base_commit: Annotated[str, _d("the full commit SHA it was stated against")],
-                               assertion: Annotated[str, _d("the command that checks it (stored and signed, never run)")],
+                               assertion: Annotated[str, _d("the command that checks it "
+                                                            "(stored and signed, never run)")],
                                ctx: ToolContext,
-                               subject_symbol: Annotated[str | None, _d("the symbol in the subject it is about")] = None,
+                               subject_symbol: Annotated[str | None,
+                                                         _d("the symbol in the subject it is about")] = None,
                                ) -> dict[str, Any]:
         """Record a reviewer's correction as a rule: the rule in one line, the path or glob it applies to,
         the full commit SHA it was stated against, and the command that checks it (stored and signed,

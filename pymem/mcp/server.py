@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Annotated, Any, Callable, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -23,7 +24,7 @@ from mcp.server.mcpserver import Context as ToolContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import AnyHttpUrl, Field
 
 from ..context import Context
 from ..errors import MemoryAdmissionError, NotFound, PymemError, Unauthenticated, UnknownSession
@@ -136,7 +137,7 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
     auth = None
     if tokens is not None:
         issuer = tokens.issuer if tokens.issuer and tokens.issuer.startswith(("http://", "https://")) else None
-        auth = AuthSettings(issuer_url=issuer or "http://127.0.0.1/", resource_server_url=None,
+        auth = AuthSettings(issuer_url=AnyHttpUrl(issuer or "http://127.0.0.1/"), resource_server_url=None,
                             validate_token_resource=False)
     server = _Server("pymem", instructions=INSTRUCTIONS, version=version(), auth=auth,
                      token_verifier=_Verifier(tokens) if tokens is not None else None)
@@ -209,7 +210,8 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
                ) -> dict[str, Any]:
         """The memories closest to the query that are still believed now (kept, with origin and
         confidence), and the ones withheld, with the reason (never their content)."""
-        return run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter})
+        found: dict[str, Any] = run(ctx, "recall", {"query": query, "top_k": top_k, "scope_filter": scope_filter})
+        return found
 
     @server.tool(name="get", annotations=reads)
     def get(id: MemoryId, ctx: ToolContext) -> dict[str, Any]:
@@ -260,11 +262,13 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         first use (on `surface`); each delivery is recorded, the lessons named."""
         args = {"session_id": session_id, "query": query, "turn": turn, "budget": budget, "lesson_tags": lesson_tags,
                 "role": role}
+        block: dict[str, Any]
         try:
-            return run(ctx, "deliver", args, (UnknownSession,))
+            block = run(ctx, "deliver", args, (UnknownSession,))
         except UnknownSession:
             run(ctx, "start_session", {"session_id": session_id, "surface": surface, "first_message": query})
-            return run(ctx, "deliver", args)
+            block = run(ctx, "deliver", args)
+        return block
 
     register_lesson_tools(server, run, reads, writes)
     return server

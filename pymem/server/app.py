@@ -15,7 +15,8 @@ The app refuses to build without a key (pymem.service.auth.TokenVerifier.from_en
 
 Each tenant runs at most `per_tenant` calls at a time (pymem.service.limits): the surplus gets 429
 `tenant_busy` at once, before its body is read; and at most `heavy_calls` calls with many records
-or long texts run at once among all tenants, so they leave CPU for everyone's small calls. Every verb runs on a worker thread, never on the
+or long texts run at once among all tenants, so they leave CPU for everyone's small calls. Every verb runs on a worker
+thread, never on the
 event loop, and the content check of a large note in a worker process (pymem.admission.offload).
 """
 

@@ -26,8 +26,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from ..context import Context
 from ..config import environment
+from ..context import Context
 from ..errors import ContextError, InvalidArguments, Unauthenticated
 
 __all__ = ["TokenVerifier", "mint_token", "context_from_claims", "MIN_SECRET_BYTES", "MIN_RSA_BITS",

@@ -33,8 +33,9 @@ import itertools
 import os
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from ..config import Settings
 from ..errors import InvalidArguments, PoolExhausted, TenantBusy
@@ -193,8 +194,8 @@ class HeavyLane:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         raise PoolExhausted(
-                            f"the service already runs {self.slots} large call(s) (many records or long texts), the most "
-                            f"it runs at once, and none finished within {self.wait:g} s; nothing was done",
+                            f"the service already runs {self.slots} large call(s) (many records or long texts), "
+                            f"the most it runs at once, and none finished within {self.wait:g} s; nothing was done",
                             retry_after=max(1.0, self.wait))
                     self._cond.wait(left)
             finally:

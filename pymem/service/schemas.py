@@ -180,7 +180,8 @@ SESSION: Schema = {"type": "object", "required": ["id", "surface", "started_at"]
 DELIVERED: Schema = {"type": "object", "required": ["session_id", "turn", "block", "items", "tokens", "budget"],
                      "properties": {"session_id": {"type": "string"}, "turn": {"type": "integer"},
                                     "block": {"type": "string", "description": "exactly what the agent receives"},
-                                    "items": {"type": "array", "items": OBJECT}, "digest": {"type": "array", "items": OBJECT},
+                                    "items": {"type": "array", "items": OBJECT},
+                                    "digest": {"type": "array", "items": OBJECT},
                                     "lessons": {"type": "array", "items": DELIVERED_LESSON},
                                     "tokens": {"type": "integer"}, "budget": {"type": "integer"},
                                     "injection_seq": nullable({"type": "integer"})}}

@@ -30,8 +30,8 @@ from ..conventions import active_conventions, file_review_correction, retire_con
 from ..conventions.receipts import DEFAULT_ORIGIN as CORRECTION_ORIGIN
 from ..conventions.receipts import RETIRE_REASON
 from ..delivery.deliver import DEFAULT_BUDGET, DEFAULT_TOP_K
-from ..delivery.supersession import erase, supersede
 from ..delivery.sessions import end_session, start_session
+from ..delivery.supersession import erase, supersede
 from ..embedder import Embedder
 from ..errors import InvalidArguments, ServerError
 from ..facts import publish, subscribe

@@ -2,7 +2,8 @@
 `write_rows`, whoever asks (the write gate through `Memories.add`, import and `upsert_many`).
 
 One validator, so the paths cannot disagree about what a row may hold (zero or non-finite
-vectors, the dimension, record and content sizes, origins, scopes); one column list, the vocabulary's WRITE_COLUMNS, which every write statement of sql/queries.sql
+vectors, the dimension, record and content sizes, origins, scopes); one column list, the vocabulary's
+WRITE_COLUMNS, which every write statement of sql/queries.sql
 must name in that order (checked when this module loads), so Python and the statements cannot
 drift apart. A few rows
 go as one multi-row INSERT per `ROWS_PER_STATEMENT` rows. A bulk upsert (import, upsert_many of
@@ -16,24 +17,34 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import psycopg
-from psycopg import errors as pgerr
 from pgvector import Vector
+from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
 from .. import queries
 from ..context import Context, check_scope
 from ..errors import AccessDenied, ContextError, InvalidArguments
-from ..vocabulary import (INJECTED, OPERATOR_ORIGIN, KIND_PATTERN, MAX_INJECTION_SOURCE_BYTES, MAX_POLICY_FINGERPRINT,
-                          MAX_RECORD_BYTES, ORIGINS, WRITE_COLUMNS, canonical_json)
+from ..vocabulary import (
+    INJECTED,
+    KIND_PATTERN,
+    MAX_INJECTION_SOURCE_BYTES,
+    MAX_POLICY_FINGERPRINT,
+    MAX_RECORD_BYTES,
+    OPERATOR_ORIGIN,
+    ORIGINS,
+    WRITE_COLUMNS,
+    canonical_json,
+)
 from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
 
-__all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT", "STAGE_FROM", "check_row", "write_rows",
-           "operator_origin_refusal"]
+__all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT",
+           "STAGE_FROM", "check_row", "write_rows", "operator_origin_refusal"]
 
 #: The named statements that list the write columns and are filled by position (sql/queries.sql).
 WRITE_STATEMENTS = ("insert_memories", "upsert_memories", "replace_memories", "create_stage", "copy_stage",
@@ -254,6 +265,6 @@ def _write_staged(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryR
             for row in rows:
                 copy.write_row(row.params(ctx))
         cur.execute(queries.query("upsert_from_stage"))
-        revisions = dict(cur.fetchall())
+        revisions: dict[str, int] = dict(cur.fetchall())
         cur.execute(queries.query("drop_stage"))
     return revisions

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import psycopg
 
@@ -51,7 +52,7 @@ class Store:
                                                   pooler=pooler, timeouts=self.timeouts)
 
     @classmethod
-    def open(cls, settings: Settings | None = None, **kwargs: Any) -> "Store":
+    def open(cls, settings: Settings | None = None, **kwargs: Any) -> Store:
         settings = settings or Settings.from_env()
         return cls(resolve(settings), settings, **kwargs)
 
@@ -59,7 +60,7 @@ class Store:
         self.statements.close()
         self.pool.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -16,8 +16,8 @@ from ..admission.provenance import Origin, Provenance
 from ..admission.trust import AdapterTrustPolicy
 from ..delivery.deliver import deliver
 from ..delivery.injections import session_injections
-from ..delivery.supersession import erase, supersede
 from ..delivery.sessions import end_session, list_sessions, start_session
+from ..delivery.supersession import erase, supersede
 from ..delivery.tiers import TrustTiers
 from ..embedder import LexicalEmbedder
 from ..errors import IncognitoSession

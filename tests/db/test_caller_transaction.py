@@ -7,25 +7,44 @@ is refused with a typed error. pgvector's types are registered by pymem, not by 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
+from helpers.lessons import EMBEDDER, GATE, commit_files, ctx, new_repo
+from helpers.public_api import public_names
 
 import pymem
-from pymem import (InvalidArguments, Provenance, Store, admit, deliver, end_session, erase, recall, start_session,
-                   supersede)
+from pymem import (
+    InvalidArguments,
+    Provenance,
+    Store,
+    admit,
+    deliver,
+    end_session,
+    erase,
+    recall,
+    start_session,
+    supersede,
+)
 from pymem.admission import WriteGate
+from pymem.admission.gate import screen
 from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
-from pymem.delivery import (erase_session, inspect_memories, inspect_memory, list_sessions, memory_injections,
-                            recall_session, replace_summary, session_injections)
+from pymem.delivery import (
+    erase_session,
+    inspect_memories,
+    inspect_memory,
+    list_sessions,
+    memory_injections,
+    recall_session,
+    replace_summary,
+    session_injections,
+)
 from pymem.facts import publish, subscribe
 from pymem.integrity import history, refusals
 from pymem.lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
-from pymem.admission.gate import screen
 from pymem.storage.memories import Memories
-from helpers.lessons import GATE, EMBEDDER, commit_files, ctx, new_repo
-from helpers.public_api import public_names
 
 C1 = "1" * 40
 VECTOR = EMBEDDER.embed(["the deploy runs at noon"])[0]

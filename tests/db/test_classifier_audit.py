@@ -11,6 +11,8 @@ import json
 import uuid
 
 import pytest
+from helpers.cli import cli_runner
+from helpers.settings import reload_with
 from psycopg import errors as pgerr
 
 from pymem.admission.classifier import MODEL_NAME, SIGNAL_NAMES, classify
@@ -18,15 +20,13 @@ from pymem.admission.gate import admit
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance
 from pymem.admission.scanning import instruction_shaped
+from pymem.admission.trust import AdapterTrustPolicy
 from pymem.context import Context
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import MemoryAdmissionError
 from pymem.integrity import audit
 from pymem.integrity.verify import verify_chain
 from pymem.recall import recall
-from pymem.admission.trust import AdapterTrustPolicy
-from helpers.cli import cli_runner
-from helpers.settings import reload_with
 
 EMBEDDER = LexicalEmbedder(384)
 

@@ -8,9 +8,9 @@ import dataclasses
 import json
 
 import pytest
+from helpers.lessons import EMBEDDER
 
 from pymem import Context, InvalidArguments, MemoryAdmissionError, Provenance, admit
-from helpers.lessons import EMBEDDER
 
 INFERRED = {"content": "Ivan might like sailing", "confidence": 0.9}
 

@@ -4,14 +4,14 @@ expired against a real git repository, and hashed into a ruleset two installatio
 from __future__ import annotations
 
 import pytest
+from helpers.lessons import GATE, commit_files, ctx, keyed_store, new_repo
 
 from pymem import AccessDenied, InvalidArguments, MemoryAdmissionError, NotFound
 from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
 from pymem.errors import ConventionConflict
-from pymem.lessons import list_lessons
 from pymem.integrity.receipt_audit import ReceiptForm
 from pymem.integrity.signing import load_key, verify_signature
-from helpers.lessons import GATE, commit_files, ctx, keyed_store, new_repo
+from pymem.lessons import list_lessons
 
 C1, C2, C3 = "1" * 40, "2" * 40, "3" * 64
 TABS = "Indent Makefile recipes with tabs"
@@ -58,7 +58,7 @@ def test_a_correction_is_a_feedback_lesson_and_a_signed_chained_receipt(acme, ks
         assert conn.execute("select public_key from pymem.signing_keys").fetchall() == [(key.public_hex,)]
         row = conn.execute("select * from pymem.convention_receipts").fetchone()
         columns = [d.name for d in conn.execute("select * from pymem.convention_receipts limit 0").description]
-    form = ReceiptForm.from_row(dict(zip(columns, row)))
+    form = ReceiptForm.from_row(dict(zip(columns, row, strict=False)))
     assert verify_signature(key.public_hex, bytes.fromhex(receipt.signature), form.signed_bytes())
     # anchored in the chain by its digest
     assert ledger(database) == [("convention.filed", receipt.id, 1, form.digest())]
@@ -171,7 +171,7 @@ def test_the_ruleset_hash_is_equal_across_two_installations_filed_in_different_o
     second = keyed_store(another_database, tmp_path / "two")
     try:
         a, b = first.bind(ctx()), second.bind(ctx())
-        for spec in RULES + [RULES[1]]:  # the second rule filed twice: version 2
+        for spec in [*RULES, RULES[1]]:  # the second rule filed twice: version 2
             correct(a, **spec)
         for spec in [RULES[1], RULES[2], RULES[1], RULES[0]]:
             correct(b, **spec)

@@ -13,15 +13,35 @@ import io
 
 import psycopg
 import pytest
+from helpers.delivery import DEFAULTS, EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
 
-from pymem import (AdmissionPolicy, Context, InvalidArguments, MemoryAdmissionError, NotFound, Provenance, admit,
-                   deliver, end_session, erase, recall, start_session, supersede)
+from pymem import (
+    Context,
+    InvalidArguments,
+    MemoryAdmissionError,
+    NotFound,
+    Provenance,
+    admit,
+    deliver,
+    end_session,
+    erase,
+    recall,
+    start_session,
+    supersede,
+)
 from pymem.admin import export_records
-from pymem.delivery import (ApproxTokenCounter, EncodingCounter, TrustTiers, inspect_memories, inspect_memory,
-                            memory_injections, session_injections, tier_of)
+from pymem.delivery import (
+    ApproxTokenCounter,
+    EncodingCounter,
+    TrustTiers,
+    inspect_memories,
+    inspect_memory,
+    memory_injections,
+    session_injections,
+    tier_of,
+)
 from pymem.errors import UnknownSession
 from pymem.integrity import history, verify_chain, verify_independently
-from helpers.delivery import DEFAULTS, EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
 
 CURRENCY = "Which currency does Initech want its invoices in?"
 
@@ -151,7 +171,7 @@ def test_no_default_session_no_other_sessions_words_never_the_current_one(acme):
     assert digest[1].startswith('- session "trip" | started ') and digest[1].endswith('| chat | topic "Plan a weekend in Porto"')
     assert "tax audit" not in delivered.text and "Planned two days" not in delivered.text
     [item] = delivered.items
-    assert item.session_id == "trip" and f'session "trip" started ' in delivered.text
+    assert item.session_id == "trip" and 'session "trip" started ' in delivered.text
 
 
 # -- envelope escaping ---------------------------------------------------------------------------
@@ -335,7 +355,7 @@ def test_age_does_not_rank(acme):
     # month later the same memory ranks the same.
     start_session(acme, "s", "chat")
     a = remember(acme, "Initech wants invoices in EUR.")
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     fresh = deliver(acme, "s", CURRENCY, now=now, **DEFAULTS).items[0]
     later = deliver(acme, "s", CURRENCY, now=now + dt.timedelta(days=30), **DEFAULTS).items[0]
     assert fresh.id == later.id == a
@@ -382,7 +402,7 @@ def test_deliver_ranks_by_the_querys_words_and_vector_together(acme):
     match = admit(acme, {"content": "The zebra lighthouse keeper"}, Provenance("user_asserted"), policy=POLICY,
                   embedder=embedder)["id"]
     by_vector = recall(acme, "zebra lighthouse", top_k=1, floor=-1, hybrid=False, policy=POLICY, embedder=embedder)
-    assert [k.id for k in by_vector.kept][0] in notes  # the notes tie by cosine, ahead of the match
+    assert next(k.id for k in by_vector.kept) in notes  # the notes tie by cosine, ahead of the match
     delivered = deliver(acme, "s", "zebra lighthouse", top_k=1, max_hot=0, max_sessions=0, floor=-1,
                         policy=DEFAULTS["policy"], trust=DEFAULTS["trust"], embedder=embedder)
     assert [i.id for i in delivered.items] == [match]

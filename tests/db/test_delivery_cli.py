@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.cli import cli_runner
+from helpers.delivery import block_memory_ids
+
 from pymem import Context
 from pymem.delivery import list_sessions, session_injections
 from pymem.integrity import history
-from helpers.cli import cli_runner
-from helpers.delivery import block_memory_ids
 
 
 @pytest.fixture

@@ -14,15 +14,15 @@ import json
 
 import psycopg
 import pytest
-
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from helpers.delivery import EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
 from helpers.lessons import lesson
+
 from pymem import Context, deliver, recall, start_session
 from pymem.admission import AdapterTrustPolicy
 from pymem.errors import UnknownSession
-from pymem.lessons import LessonCache, deliver_with_lessons, lessons_for_task
 from pymem.langgraph import PymemStore
+from pymem.lessons import LessonCache, deliver_with_lessons, lessons_for_task
 
 QUERY = "what does the user like to drink in the morning"
 DIM = 384
@@ -104,14 +104,14 @@ def test_lessons_reach_only_the_sessions_that_receive_their_scope(tenant):
     shared = lesson(whole, "Run migrations with a lock timeout", ["db"])
     private = lesson(u1, "u1 runs migrations on Fridays only", ["db"])
     out = deliver_with_lessons(whole, "s-u2", None, ["db"], policy=POLICY, trust=AdapterTrustPolicy(), cache=None)
-    assert [l.id for l in out.lessons] == [shared.id]
+    assert [lesson.id for lesson in out.lessons] == [shared.id]
     out = deliver_with_lessons(u1, "s-u1", None, ["db"], policy=POLICY, trust=AdapterTrustPolicy(), cache=None)
-    assert {l.id for l in out.lessons} == {shared.id, private.id}
+    assert {lesson.id for lesson in out.lessons} == {shared.id, private.id}
     # lessons picked for the whole tenant and handed to deliver: u1's is left out of u2's turn
     picked = lessons_for_task(whole, ["db"], policy=POLICY, trust=AdapterTrustPolicy(), cache=None)
-    assert {l.id for l in picked.lessons} == {shared.id, private.id}
+    assert {lesson.id for lesson in picked.lessons} == {shared.id, private.id}
     out = deliver(whole, "s-u2", None, lessons=picked.lessons, policy=POLICY, trust=AdapterTrustPolicy())
-    assert [l.id for l in out.lessons] == [shared.id]
+    assert [lesson.id for lesson in out.lessons] == [shared.id]
     # a session not started yet is an error, and no empty answer is kept for it in the cache
     cache = LessonCache()
     with pytest.raises(UnknownSession):
@@ -119,13 +119,13 @@ def test_lessons_reach_only_the_sessions_that_receive_their_scope(tenant):
     start_session(whole, "s-later", "chat")
     later = lessons_for_task(whole, ["db"], policy=POLICY, trust=AdapterTrustPolicy(), cache=cache,
                              session_id="s-later")
-    assert [l.id for l in later.lessons] == [shared.id]
+    assert [lesson.id for lesson in later.lessons] == [shared.id]
 
 
 def test_a_bound_scoped_agent_receives_its_scope_and_its_ancestors_and_cannot_open_a_sibling(tenant, database):
     """An agent login bound to user u2: tenant-wide and u2's memories reach its sessions; a branch it
     names itself ({"team": "t2"} added to its context) does not open."""
-    store, ids = tenant
+    _store, ids = tenant
     bind_login(database, AGENT_LOGIN, adapter="codex", tenants=["acme"], scope={"user": "u2"})
     agent_store = database.store(dsn=login_dsn(database, AGENT_LOGIN))
     try:
@@ -153,7 +153,7 @@ def test_a_bound_scoped_agent_receives_its_scope_and_its_ancestors_and_cannot_op
 
 
 def test_a_bound_agent_store_receives_no_langgraph_item_of_another_user(tenant, database):
-    store, ids = tenant
+    _store, ids = tenant
     bind_login(database, AGENT_LOGIN, adapter="codex", tenants=["acme"])
     agent_store = database.store(dsn=login_dsn(database, AGENT_LOGIN))
     try:

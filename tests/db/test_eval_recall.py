@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pymem.errors import InvalidArguments
 from benchmarks.eval_recall import format_report, load_locomo, run
+from pymem.errors import InvalidArguments
 
 CONVERSATION = {
     "speaker_a": "Ana", "speaker_b": "Ben",

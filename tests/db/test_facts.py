@@ -10,9 +10,9 @@ import pytest
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 
 from pymem import AccessDenied, Context, InvalidArguments
+from pymem.db import connect
 from pymem.facts import follow, publish, subscribe
 from pymem.integrity import verify_chain
-from pymem.db import connect
 
 
 @pytest.fixture

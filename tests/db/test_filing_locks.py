@@ -14,10 +14,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import errors as pgerr
-
 from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
 from helpers.lessons import GATE, ctx, lesson
+from psycopg import errors as pgerr
+
 from pymem.conventions import active_conventions, file_review_correction
 from pymem.errors import LockTimeout
 from pymem.lessons import list_lessons

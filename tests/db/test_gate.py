@@ -7,6 +7,7 @@ table in the pymem schema holds the refused content.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -14,22 +15,22 @@ import uuid
 
 import psycopg
 import pytest
-from psycopg import errors as pgerr
-
-from pymem.admission import refusals as refusal_audit
-from pymem.integrity import audit
-from pymem.admission.judge import digest_of_arguments
-from pymem.context import Context
-from pymem.embedder import LexicalEmbedder
-from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
-from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
-from pymem.admission import WriteGate
-from pymem.admission.policy import AdmissionPolicy
-from pymem.admission.provenance import Origin, Provenance
-from pymem.integrity.verify import verify_chain
-from pymem.delivery.sessions import start_session
 from helpers.provenance import prov
 from helpers.settings import reload_with
+from psycopg import errors as pgerr
+
+from pymem.admission import WriteGate
+from pymem.admission import refusals as refusal_audit
+from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
+from pymem.admission.judge import digest_of_arguments
+from pymem.admission.policy import AdmissionPolicy
+from pymem.admission.provenance import Origin, Provenance
+from pymem.context import Context
+from pymem.delivery.sessions import start_session
+from pymem.embedder import LexicalEmbedder
+from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
+from pymem.integrity import audit
+from pymem.integrity.verify import verify_chain
 
 DIM = 384
 POLICY = AdmissionPolicy()
@@ -187,12 +188,10 @@ def test_write_gate_object_and_given_ids(acme):
 
 def test_refusal_survives_a_swallowed_exception(acme, store, database):
     mark = marker()
-    try:
+    with contextlib.suppress(MemoryAdmissionError):  # the caller swallows it
         admit(acme, {"content": poison(mark)}, Provenance("user_asserted", source="crm"), policy=POLICY,
               embedder=EMBEDDER)
-    except MemoryAdmissionError:
-        pass  # the caller swallows it
-    [(seq, actor, adapter, details)] = refusal_events(database)
+    [(_seq, actor, adapter, details)] = refusal_events(database)
     assert actor == "u1" and adapter is None
     assert details["decision"] == "refused" and details["action_class"] == "memory.persist"
     assert details["tool"] == "memory.write:crm" and details["origin"] == "user_asserted"

@@ -7,6 +7,8 @@ import io
 
 import psycopg
 import pytest
+from helpers.database import AGENT_LOGIN, bind_login, login_dsn
+from helpers.delivery import DEFAULTS, remember
 from psycopg import errors as pgerr
 
 from pymem import Context, NotFound, deliver, end_session, recall, start_session
@@ -14,8 +16,6 @@ from pymem.admin import export_records
 from pymem.delivery import inspect_memories, list_sessions, recall_session, replace_summary
 from pymem.errors import IncognitoSession
 from pymem.integrity import refusals
-from helpers.database import AGENT_LOGIN, bind_login, login_dsn
-from helpers.delivery import DEFAULTS, EMBEDDER, remember
 
 SECRET = "The user is planning a surprise party for Dana on the 14th"
 

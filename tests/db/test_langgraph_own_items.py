@@ -12,10 +12,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from psycopg.types.json import Jsonb
-
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
 from helpers.graph_store import index, text_vector
+from psycopg.types.json import Jsonb
+
 from pymem import AdmissionPolicy, Context, Provenance, admit
 from pymem.admission import AdapterTrustPolicy
 from pymem.langgraph import PymemStore
@@ -40,7 +40,7 @@ def _keys(items):
 
 def _forged(memories, key: str, text: str, *, kind: str = "langgraph", embedding=True, scope_ns=NS):
     """A row shaped exactly as the store writes an item, written around the store by `memories`."""
-    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    now = dt.datetime.now(dt.UTC).isoformat()
     record = {"namespace": list(NS), "key": key, "value": {"text": text}, "created_at": now, "updated_at": now,
               "rank": 1, "ns_rank": 1}
     memories.add([{"id": item_id("default", memories.ctx.scope, NS, key), "kind": kind, "content": text,

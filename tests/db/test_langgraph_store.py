@@ -7,12 +7,12 @@ import asyncio
 import math
 
 import pytest
+from helpers.graph_store import DIM, index
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from helpers.graph_store import DIM, index
 from pymem import AdmissionPolicy, Context
-from pymem.integrity import history, refusals
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
+from pymem.integrity import history, refusals
 from pymem.langgraph import PymemStore
 from pymem.langgraph.namespaces import item_id, namespace_scope, prefix_scope
 

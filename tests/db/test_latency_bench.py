@@ -9,10 +9,9 @@ import os
 import psycopg
 import pytest
 
+from benchmarks.latency_bench import TARGETS_MS, VARIANTS, FixedQueryEmbedder, LatencyBenchConfig, format_report, run
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import InvalidArguments
-from benchmarks.latency_bench import (TARGETS_MS, VARIANTS, FixedQueryEmbedder, LatencyBenchConfig, format_report,
-                                       run)
 
 
 @pytest.mark.slow

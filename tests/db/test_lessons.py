@@ -7,13 +7,13 @@ import datetime as dt
 import threading
 
 import pytest
+from helpers.lessons import ctx, lesson
 
 from pymem import Context, InvalidArguments, MemoryAdmissionError
+from pymem.db import connect
 from pymem.integrity import refusals, verify_chain
 from pymem.lessons import list_lessons
 from pymem.vocabulary import LESSON_HALF_LIVES, LESSON_TYPES
-from pymem.db import connect
-from helpers.lessons import ctx, lesson
 
 
 @pytest.fixture

@@ -8,14 +8,14 @@ import threading
 import time
 
 import pytest
+from helpers.cli import cli_runner
+from helpers.lessons import commit_files, new_repo
 
 from pymem import Context
 from pymem.conventions import active_conventions
 from pymem.delivery import memory_injections, session_injections
 from pymem.facts import publish, subscribe
 from pymem.lessons import list_lessons
-from helpers.cli import cli_runner
-from helpers.lessons import commit_files, new_repo
 
 C1 = "c" * 40
 

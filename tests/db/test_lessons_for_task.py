@@ -8,14 +8,14 @@ import json
 import re
 
 import pytest
+from helpers.delivery import DEFAULTS
+from helpers.lessons import POLICY, TRUST, ctx, lesson
+from helpers.settings import reload_with
 
 from pymem import InvalidArguments, deliver, start_session
 from pymem.admission import AdapterTrustPolicy
 from pymem.delivery import memory_injections, session_injections
 from pymem.lessons import LessonCache, lessons_for_task, list_lessons
-from helpers.delivery import DEFAULTS
-from helpers.lessons import POLICY, TRUST, ctx, lesson
-from helpers.settings import reload_with
 
 KW = dict(policy=POLICY, trust=TRUST, cache=None)
 

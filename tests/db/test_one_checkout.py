@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import threading
 
+import psycopg
 import pytest
+from helpers.lessons import EMBEDDER, GATE, ctx
+from helpers.service import KEY, call, running, token
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
+from benchmarks.wire import WireCounter
 from pymem import Provenance, admit, deliver, start_session
 from pymem.langgraph import PymemStore
 from pymem.storage.endpoints import Endpoints
 from pymem.storage.store import Store
-from benchmarks.wire import WireCounter
-from helpers.lessons import EMBEDDER, GATE, ctx
-from helpers.service import KEY, call, running, token
 
 
 def _seed(mem) -> None:
@@ -99,6 +100,6 @@ def test_a_deliver_reads_one_snapshot_while_writers_commit(database, store):
             assert done.is_set()
             assert c.execute("select count(*) from pymem.memories").fetchone()[0] == first
             assert c.execute("show transaction_isolation").fetchone()[0] == "repeatable read"
-    with pytest.raises(Exception):
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
         with store.pool.connection() as conn, store.transaction(mem.ctx, conn, snapshot=True) as c:
             c.execute("insert into pymem.sessions (tenant_id, id, surface) values ('acme', 'x', 'chat')")

@@ -15,10 +15,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.service import KEY, running, token
 
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
-from helpers.service import KEY, running, token
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

@@ -16,13 +16,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers.database import with_user
+from helpers.lessons import EMBEDDER
+from helpers.pgbouncer import through
 
 from pymem import Context
 from pymem.errors import ServerError
 from pymem.facts import follow, publish
-from helpers.database import with_user
-from helpers.lessons import EMBEDDER
-from helpers.pgbouncer import through
 
 THREADS, ROUNDS = 6, 30
 REPO = Path(__file__).resolve().parents[2]

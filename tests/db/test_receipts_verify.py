@@ -14,8 +14,8 @@ from psycopg.types.json import Jsonb
 
 from pymem import Context
 from pymem.conventions import file_review_correction
-from pymem.integrity import audit_chain
 from pymem.db import connect
+from pymem.integrity import audit_chain
 from pymem.integrity.receipt_audit import ReceiptForm, rule_sha256
 from pymem.integrity.signing import load_or_create_key
 

@@ -12,10 +12,10 @@ import json
 import psycopg
 import pytest
 from click.testing import CliRunner
+from helpers.database import AGENT_LOGIN, APP_LOGIN, PASSWORD, bind_login, login_dsn
 from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
-from helpers.database import AGENT_LOGIN, APP_LOGIN, PASSWORD, bind_login, login_dsn
 from pymem.admin import bind_login as lib_bind_login
 from pymem.admin import list_bindings, unbind_login
 from pymem.context import Context

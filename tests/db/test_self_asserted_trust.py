@@ -15,20 +15,19 @@ import hashlib
 
 import psycopg
 import pytest
-from psycopg import errors as pgerr
-from psycopg.types.json import Jsonb
-
 from helpers.cli import cli_runner
 from helpers.database import AGENT_LOGIN, APP_LOGIN, bind_login, login_dsn
 from helpers.lessons import EMBEDDER, GATE, POLICY, ctx
+from psycopg import errors as pgerr
+
 from pymem import AccessDenied, Context, Provenance, admit, deliver, start_session
 from pymem.admin import import_file
 from pymem.admission import AdapterTrustPolicy
 from pymem.conventions import active_conventions, file_review_correction
-from pymem.delivery import TrustTiers, Tier, tier_of
-from pymem.lessons import file_lesson
+from pymem.delivery import Tier, TrustTiers, tier_of
 from pymem.integrity.signing import load_or_create_key
 from pymem.langgraph import PymemStore
+from pymem.lessons import file_lesson
 
 C1 = "1" * 40
 TABS = "Indent Makefile recipes with tabs"
@@ -220,12 +219,12 @@ def test_delivery_never_ranks_an_agents_row_as_operator(store, database):
 
 
 def test_an_agent_cannot_claim_origin_operator_over_http_or_mcp(store, database):
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
     import anyio
     import httpx2
-
     from helpers.service import KEY, request, running, token
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     from pymem.server.app import build_app
     from pymem.service.auth import TokenVerifier
 

@@ -12,9 +12,8 @@ from helpers.database import DIM
 from helpers.service import KEY, call, request, running, token
 
 from pymem import InvalidArguments, MemoryAdmissionError
-from pymem.errors import IdempotencyConflict, RevisionMismatch
 from pymem.client import Client
-from pymem.errors import Unauthenticated
+from pymem.errors import IdempotencyConflict, RevisionMismatch, Unauthenticated
 from pymem.server.app import build_app
 from pymem.server.openapi import openapi_document
 from pymem.service.auth import TokenVerifier

@@ -9,18 +9,18 @@ import re
 from typing import Any
 
 import pytest
+from helpers.service import KEY, call, mcp_tools, running, token, tool_text
 
 from pymem import Context, MemoryAdmissionError, NotFound, start_session
+from pymem.client import Client
 from pymem.conventions import active_conventions, file_review_correction, retire_convention
+from pymem.conventions.rules import ruleset_hash
 from pymem.delivery import session_injections
 from pymem.errors import ConventionConflict
 from pymem.facts import publish, subscribe
 from pymem.lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
-from pymem.client import Client
-from pymem.conventions.rules import ruleset_hash
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
-from helpers.service import KEY, call, mcp_tools, running, token, tool_text
 
 C1, C2 = "c" * 40, "d" * 40
 RULE = "Indent Makefile recipes with tabs"

@@ -10,15 +10,15 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from helpers.database import DIM
+from helpers.service import KEY, request, running, token
+from helpers.settings import reload_with
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from pymem.mcp.server import TOOLS
 from pymem.server.app import build_app
 from pymem.service.auth import TokenVerifier
-from helpers.database import DIM
-from helpers.service import KEY, request, running, token
-from helpers.settings import reload_with
 
 EXPECTED_TOOLS = set(TOOLS)
 #: The names the tools had as aliases of others, and the erasure's old names: none is a tool.

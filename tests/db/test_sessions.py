@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from helpers.delivery import remember
 from psycopg import errors as pgerr
 
 from pymem import Context, InvalidArguments, MemoryAdmissionError, NotFound, end_session, start_session
 from pymem.delivery import erase_session, list_sessions, recall_session, replace_summary
 from pymem.errors import UnknownSession
 from pymem.integrity import refusals, verify_chain
-from helpers.delivery import remember
 
 
 @pytest.fixture

@@ -16,12 +16,12 @@ import pytest
 
 from pymem import queries, vocabulary
 from pymem.context import Context
+from pymem.delivery.injections import Injection, MemoryInjection
 from pymem.integrity.audit import HistoryEvent, Refusal
 from pymem.integrity.verify import TenantVerification
 from pymem.storage.rows import CONTEXT_COLUMNS, WRITE_COLUMNS, MemoryRow
 from pymem.storage.search import SearchHit
 from pymem.storage.session_rows import SessionRow
-from pymem.delivery.injections import Injection, MemoryInjection
 
 
 @pytest.fixture
@@ -121,8 +121,8 @@ def _events_of_a_rehash(server_dsn) -> set[str]:
     from urllib.parse import urlsplit
 
     import psycopg
-
     from helpers.database import DIM, with_user
+
     from pymem import migrate
 
     name = f"pymem_rehash_{os.getpid()}"
@@ -165,8 +165,9 @@ def test_the_ledger_records_exactly_the_python_event_names(database, tmp_path, s
 
 
 def _every_event(store) -> None:
-    from pymem.conventions import file_review_correction, retire_convention
     from helpers.lessons import GATE
+
+    from pymem.conventions import file_review_correction, retire_convention
 
     mem = store.bind(Context(tenant="acme"))
     for commit in ("1" * 40, "2" * 40):  # convention.filed, then convention.confirmed
@@ -285,7 +286,7 @@ def test_session_row_is_the_table(admin):
 def test_tenant_verification_is_verify_chains_result(admin):
     names, modes = admin.execute(
         "select proargnames, proargmodes from pg_proc where oid = 'pymem.verify_chain(text)'::regprocedure").fetchone()
-    columns = [n for n, m in zip(names, modes) if m == "t"]
+    columns = [n for n, m in zip(names, modes, strict=False) if m == "t"]
     assert ["tenant" if c == "tenant_id" else c for c in columns] == fields(TenantVerification)
 
 

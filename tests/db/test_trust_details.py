@@ -10,16 +10,16 @@ import time
 
 import psycopg
 import pytest
+from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
+from helpers.service import KEY
 from psycopg import errors as pgerr
 from psycopg.types.json import Jsonb
 
-from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn
-from helpers.service import KEY
 from pymem import Context
+from pymem.db import connect
+from pymem.errors import Unauthenticated
 from pymem.facts import follow, publish
 from pymem.integrity import verify_chain
-from pymem.errors import Unauthenticated
-from pymem.db import connect
 from pymem.service.auth import TokenVerifier, context_from_claims
 
 

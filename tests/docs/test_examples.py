@@ -18,7 +18,6 @@ import types
 from pathlib import Path
 
 import pytest
-
 from helpers.cli import CLEARED
 from helpers.database import APP_LOGIN
 from helpers.doc_examples import RUN, Block, blocks, commands, pages

@@ -24,7 +24,6 @@ import hashlib
 import itertools
 import random
 import string
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,8 +57,8 @@ def bench_notes() -> Iterator[str]:
 
 
 def long_notes() -> Iterator[str]:
-    from helpers.poisoning_corpus import PAYLOADS
     from benchmarks.admission_bench import _note
+    from helpers.poisoning_corpus import PAYLOADS
 
     rng = random.Random(20261201)
     for size in (8192, 32768, 65536):

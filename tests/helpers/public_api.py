@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 #: The modules whose `__all__` is public API (each documented, each with a docstring).
 PUBLIC_MODULES = ("pymem", "pymem.errors", "pymem.admission", "pymem.delivery", "pymem.lessons",

@@ -8,12 +8,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from benchmarks.admission_bench import BANDS, format_admission_report, measure, run_admission_bench, sample_notes
 from pymem.admission.judge import check_content
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance
 from pymem.cli import main
 from pymem.errors import InvalidArguments
-from benchmarks.admission_bench import BANDS, format_admission_report, measure, run_admission_bench, sample_notes
 
 
 def test_the_notes_fill_every_band_and_are_the_same_every_time():

@@ -34,11 +34,9 @@ def environment_reads(source: str) -> list[int]:
               if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del))}
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
-                and node.attr in ("environ", "getenv", "environb") and id(node) not in stores:
-            found.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "os" \
-                and any(a.name in ("environ", "getenv", "environb") for a in node.names):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in ("environ", "getenv", "environb") and id(node) not in stores) or (isinstance(node, ast.ImportFrom) and node.module == "os" \
+                and any(a.name in ("environ", "getenv", "environb") for a in node.names)):
             found.append(node.lineno)
     return found
 

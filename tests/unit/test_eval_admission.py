@@ -14,8 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from pymem import PymemError
-from pymem.admission import AdmissionEvaluation, evaluate_admission
-from pymem.admission import evaluation
+from pymem.admission import AdmissionEvaluation, evaluate_admission, evaluation
 from pymem.admission.model import default_model, weights_sha256
 from pymem.cli import main
 
@@ -93,7 +92,7 @@ def test_the_library_reads_the_committed_result_and_runs_no_training():
     imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not imported & {"subprocess", "multiprocessing", "training", "sklearn", "numpy", "scipy"}, imported
     ev = evaluate_admission()
-    assert evaluation.RECOMPUTE_COMMAND in ev.note and "python -m training.evaluate_loso" == evaluation.RECOMPUTE_COMMAND
+    assert evaluation.RECOMPUTE_COMMAND in ev.note and evaluation.RECOMPUTE_COMMAND == "python -m training.evaluate_loso"
 
 
 def test_the_command_takes_no_recompute_options_and_names_the_training_command():

@@ -8,9 +8,9 @@ import pytest
 
 from pymem import InvalidArguments
 from pymem.delivery import ApproxTokenCounter, DeliveredLesson
-from pymem.lessons import LessonCache, LessonsForTask
 from pymem.delivery.budget import fit
 from pymem.delivery.envelope import render
+from pymem.lessons import LessonCache, LessonsForTask
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 

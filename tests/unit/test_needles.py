@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from helpers.detector_corpora import SOURCES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.detector_corpora import SOURCES
 from pymem.admission import needles as nd
 from pymem.admission.normalise import variants
 from pymem.admission.scanning import scan_text
@@ -81,9 +81,10 @@ def _full_scan(text: str) -> str | None:
 
 
 def test_a_payload_at_the_end_of_a_long_note_is_found_as_before():
-    from helpers.poisoning_corpus import PAYLOADS
-    from benchmarks.admission_bench import _note
     import random
+
+    from benchmarks.admission_bench import _note
+    from helpers.poisoning_corpus import PAYLOADS
 
     prose = _note(random.Random(3), 65536)[:65536]
     found = 0

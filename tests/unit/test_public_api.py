@@ -18,9 +18,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from helpers.public_api import PUBLIC_MODULES, public_modules, public_names
 
 import pymem
-from helpers.public_api import PUBLIC_MODULES, public_modules, public_names
 
 REPO = Path(__file__).resolve().parents[2]
 

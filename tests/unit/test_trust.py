@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pymem.errors import InvalidArguments
 from pymem import Settings
 from pymem.admission.trust import AdapterTrustPolicy, active_trust_policy
+from pymem.errors import InvalidArguments
 
 
 def test_defaults_trust_untagged_rows_only():
