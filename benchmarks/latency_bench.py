@@ -143,8 +143,8 @@ def _summary(ms: list[float]) -> dict[str, float]:
 
 def run(store, config: LatencyBenchConfig, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
     """Run the benchmark next to `store` (same server, its own database); returns the report."""
-    from ..storage.endpoints import Endpoints
-    from ..storage.store import Store
+    from pymem.storage.endpoints import Endpoints
+    from pymem.storage.store import Store
 
     config.check()
     started = time.perf_counter()

@@ -83,8 +83,9 @@ def _full_scan(text: str) -> str | None:
 def test_a_payload_at_the_end_of_a_long_note_is_found_as_before():
     import random
 
-    from benchmarks.admission_bench import _note
     from helpers.poisoning_corpus import PAYLOADS
+
+    from benchmarks.admission_bench import _note
 
     prose = _note(random.Random(3), 65536)[:65536]
     found = 0
