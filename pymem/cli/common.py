@@ -26,7 +26,7 @@ class PymemCommandError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 1):
         super().__init__(message)
-        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class; each error sets its own
+        self.exit_code = exit_code  # type: ignore[misc, unused-ignore]  # some click releases declare it a ClassVar; each error sets its own
 
 
 def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
