@@ -39,7 +39,8 @@ from re import _constants as C  # type: ignore[attr-defined]  # re's private par
 from re import _parser  # type: ignore[attr-defined]  # (as above)
 from typing import Any, Union
 
-__all__ = ["Need", "All", "Any_", "Lookups", "BOUNDARY", "SPACE", "needles", "present", "strings_of"]
+__all__ = ["Need", "All", "Any_", "Lookups", "BOUNDARY", "SPACE", "needles", "present", "strings_of",
+           "single_spaced"]
 
 
 _ZERO_WIDTH = (C.AT, C.ASSERT, C.ASSERT_NOT)
@@ -112,7 +113,7 @@ class Lookups:
         self.chars = frozenset(text)
         #: No two whitespace characters are adjacent (true of every normalised form): the needles
         #: derived with `single_spaced` hold for this text.
-        self.single_spaced = _SPACE_PAIR.search(text) is None
+        self.single_spaced = single_spaced(text)
         self.spaces = [c for c in _SPACE if c in self.chars]
         self.found: dict[str, bool] = {}
         self._words: str | None = None
@@ -120,13 +121,13 @@ class Lookups:
     def has(self, needle: str) -> bool:
         hit = self.found.get(needle)
         if hit is None:
-            if SPACE in needle:
+            shape = _shape(needle)
+            if shape.spaced:
                 hit = self._spaced(needle)
-            elif BOUNDARY in needle:
-                plain = needle.replace(BOUNDARY, "")
-                hit = self._bounded(needle) and (not plain or self.has(plain))
+            elif shape.pieces is not None:
+                hit = self._bounded(shape) and (not shape.plain or self.has(shape.plain))
             else:
-                hit = self._may_hold(needle) and needle in self.text
+                hit = self._may_hold(needle, shape.core) and needle in self.text
             self.found[needle] = hit
         return hit
 
@@ -143,37 +144,79 @@ class Lookups:
         last = needle.rsplit(SPACE, 1)[1]
         return any(self.has(s + last) for s in spellings)
 
-    def _bounded(self, needle: str) -> bool:
+    def _bounded(self, shape: _Shape) -> bool:
         """False when the needle's word boundaries cannot hold in this text: between two word
         characters or two others, or before (after) letters that begin (end) no run of letters
         a-z in the text (a letter after a boundary follows a non-word character, or the start,
         so it begins a maximal run of letters; likewise at the end)."""
-        pieces = needle.split(BOUNDARY)
-        for i in range(len(pieces) - 1):
-            left, right = pieces[i][-1:], pieces[i + 1][:1]
-            if left and right:
-                if _word(left) == _word(right):
-                    return False
-            elif right and not left and i == 0:
-                head = _LETTERS.match(pieces[1])
-                if head and len(head.group()) >= 3 and "\n" + head.group() not in self._runs():
-                    return False
-            elif left and not right and i + 1 == len(pieces) - 1:
-                tail = _LETTERS_END.search(pieces[i])
-                if tail and len(tail.group()) >= 3 and tail.group() + "\n" not in self._runs():
-                    return False
-        return True
+        if shape.impossible:
+            return False
+        if shape.head and "\n" + shape.head not in self._runs():
+            return False
+        return not (shape.tail and shape.tail + "\n" not in self._runs())
 
     def _runs(self) -> str:
         if self._words is None:
             self._words = "\n" + "\n".join(set(_LETTERS.findall(self.text))) + "\n"
         return self._words
 
-    def _may_hold(self, needle: str) -> bool:
+    def _may_hold(self, needle: str, core: str) -> bool:
         if not self.chars.issuperset(needle):
             return False
-        core = max(_LETTERS.findall(needle), key=len, default="")
         return len(core) < 3 or core in self._runs()
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a needle's look-up needs, worked out once per needle (the needles are the signatures'
+    and never change): whether it has SPACE marks; its word-boundary pieces, the needle without
+    them, whether two of its boundaries sit between like characters, and the letters that must
+    begin (`head`) and end (`tail`) runs of letters of the text; its longest run of letters."""
+
+    spaced: bool
+    pieces: tuple[str, ...] | None
+    plain: str
+    impossible: bool
+    head: str
+    tail: str
+    core: str
+
+
+_SHAPES: dict[str, _Shape] = {}
+
+
+def _shape(needle: str) -> _Shape:
+    found = _SHAPES.get(needle)
+    if found is None:
+        found = _SHAPES[needle] = _shape_of(needle)
+    return found
+
+
+def _shape_of(needle: str) -> _Shape:
+    core = max(_LETTERS.findall(needle), key=len, default="")
+    if SPACE in needle or BOUNDARY not in needle:
+        return _Shape(SPACE in needle, None, needle, False, "", "", core)
+    pieces = tuple(needle.split(BOUNDARY))
+    impossible, head, tail = False, "", ""
+    for i in range(len(pieces) - 1):
+        left, right = pieces[i][-1:], pieces[i + 1][:1]
+        if left and right:
+            if _word(left) == _word(right):
+                impossible = True
+        elif right and not left and i == 0:
+            found = _LETTERS.match(pieces[1])
+            if found and len(found.group()) >= 3:
+                head = found.group()
+        elif left and not right and i + 1 == len(pieces) - 1:
+            found = _LETTERS_END.search(pieces[i])
+            if found and len(found.group()) >= 3:
+                tail = found.group()
+    return _Shape(False, pieces, needle.replace(BOUNDARY, ""), impossible, head, tail, core)
+
+
+def single_spaced(text: str) -> bool:
+    """No two whitespace characters are adjacent in `text` (true of every normalised form)."""
+    return _SPACE_PAIR.search(text) is None
 
 
 _LETTERS = re.compile(r"[a-z]+")
@@ -191,7 +234,7 @@ def present(need: Need | None, text: str | Lookups) -> bool:
     Lookups to share the look-ups in one text between several patterns."""
     if need is None:
         return True
-    return _holds(need, text if isinstance(text, Lookups) else Lookups(text))
+    return _holds(need, Lookups(text) if isinstance(text, str) else text)
 
 
 def _holds(need: Need, lookups: Lookups) -> bool:
