@@ -21,7 +21,7 @@ import re
 import unicodedata
 from collections import Counter
 
-__all__ = ["normalize", "variants", "fold"]
+__all__ = ["normalize", "forms", "variants", "fold"]
 
 # ----------------------------------------------------------------------------------------------
 # normalisation
@@ -133,16 +133,28 @@ def _compact(text: str) -> str:
     return _INTRA_SEP.sub("", text)
 
 
-def variants(text: str) -> tuple[list[str], str]:
-    """The distinct normalised variants of `text`, and its letters-only "squashed" form."""
+def forms(text: str) -> tuple[tuple[str, str, str, str], str]:
+    """The four normalised forms of `text` (canonical, leetspeak undone, separators between letters
+    removed, both), equal ones included, and its letters-only "squashed" form: that of the last
+    distinct form."""
     chars = _normalize_chars(text)
     base = _collapse(chars)
+    four = (base, _deleet(base), _collapse(_compact(chars)), _collapse(_compact(_deleet(chars))))
+    last = four[max(four.index(f) for f in four)]  # the last one to appear, as `variants` lists them
+    return four, _LETTERS_ONLY.sub("", last)
+
+
+def variants(text: str) -> tuple[list[str], str]:
+    """The distinct normalised variants of `text`, and its letters-only "squashed" form."""
+    four, squashed = forms(text)
     out: list[str] = []
-    for v in (base, _deleet(base), _collapse(_compact(chars)), _collapse(_compact(_deleet(chars)))):
+    for v in four:
         if v not in out:
             out.append(v)
-    squashed = re.sub(r"[^a-z]", "", out[-1])
     return out, squashed
+
+
+_LETTERS_ONLY = re.compile(r"[^a-z]")
 
 
 def fold(normalized: str) -> str:

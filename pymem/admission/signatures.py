@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from .needles import Lookups, Need, needles, present
+from .reach import UNBOUNDED, Reach, Stats, reach
 
 __all__ = ["Signature", "INSTRUCTION_SIGNATURES", "SQUASHED_SIGNATURES"]
 
@@ -149,11 +150,14 @@ class Signature:
     #: `needs` for a text in which no two whitespace characters are adjacent (a normalised form).
     needs: Need | None = field(default=None, compare=False)
     needs_single_spaced: Need | None = field(default=None, compare=False)
+    #: How far one attempt to match `pattern` reads (pymem.admission.reach), derived from it.
+    reach: Reach = field(default=UNBOUNDED, compare=False)
 
     def __post_init__(self) -> None:
         if self.needs is None:
             object.__setattr__(self, "needs", needles(self.pattern))
             object.__setattr__(self, "needs_single_spaced", needles(self.pattern, single_spaced=True))
+            object.__setattr__(self, "reach", reach(self.pattern))
 
     def may_match(self, lookups: Lookups) -> bool:
         """False only when the text `lookups` reads cannot match (it lacks the needles)."""
@@ -161,20 +165,44 @@ class Signature:
 
     def search(self, text: str) -> re.Match[str] | None:
         for m in self.pattern.finditer(text):
-            if self.also is None:
-                return m
-            # The clause around the match, looked for within a bounded window so that a long
-            # text with many candidate matches stays linear.
-            lo = max(0, m.start() - _CLAUSE_WINDOW)
-            start = max(text.rfind("\n", lo, m.start()), _last_sentence_end(text, lo, m.start()), lo - 1) + 1
-            tail = text[m.end() : m.end() + _CLAUSE_WINDOW]
-            end_match = _SENTENCE_END.search(tail)
-            end = m.end() + (end_match.start() if end_match else len(tail))
-            verb_end = m.end("verb") if "verb" in m.re.groupindex and m.group("verb") else m.start()
-            context = text[start : m.start()] + " " + text[verb_end:end]
-            if self.also.search(context):
+            if self.also is None or self._clause_holds(text, m):
                 return m
         return None
+
+    def spread(self, stats: Stats) -> tuple[int, int] | None:
+        """(how far a match can read, how far its clause check can read) on either side of where
+        it starts in a text (pymem.admission.reach), or None when nothing bounds it there."""
+        bound = self.reach.within(stats)
+        if bound is None:
+            return None
+        # The clause an `also` pattern reads lies within _CLAUSE_WINDOW of the match, both ways.
+        return bound, bound + (_CLAUSE_WINDOW + 2 if self.also is not None else 0)
+
+    def search_windows(self, text: str, starts: list[tuple[int, int]], bound: int) -> re.Match[str] | None:
+        """`search`, for matches that start within `starts` (and read at most `bound` characters
+        from there)."""
+        for lo, hi in starts:
+            # Starts before `hi` read no further than `hi + bound`: ending the search just past it
+            # changes nothing for them, and later starts are not this window's.
+            for m in self.pattern.finditer(text, lo, min(len(text), hi + bound + 2)):
+                if m.start() >= hi:
+                    break
+                if self.also is None or self._clause_holds(text, m):
+                    return m
+        return None
+
+    def _clause_holds(self, text: str, m: re.Match[str]) -> bool:
+        """Whether the `also` pattern occurs in the clause around the match, looked for within a
+        bounded window so that a long text with many candidate matches stays linear."""
+        assert self.also is not None
+        lo = max(0, m.start() - _CLAUSE_WINDOW)
+        start = max(text.rfind("\n", lo, m.start()), _last_sentence_end(text, lo, m.start()), lo - 1) + 1
+        tail = text[m.end() : m.end() + _CLAUSE_WINDOW]
+        end_match = _SENTENCE_END.search(tail)
+        end = m.end() + (end_match.start() if end_match else len(tail))
+        verb_end = m.end("verb") if "verb" in m.re.groupindex and m.group("verb") else m.start()
+        context = text[start : m.start()] + " " + text[verb_end:end]
+        return self.also.search(context) is not None
 
 
 _CLAUSE_WINDOW = 400
