@@ -478,6 +478,13 @@ select m.id, m.revision, m.erased_at is not null, m.content_hash,
   from pymem.memories m
  where m.tenant_id = %s and (%s::text is null or m.id >= %s) and (%s::text is null or m.id < %s)
 
+-- name: memory_bytes_of --
+-- A tenant's memories with these ids (%s tenant, %s ids), as memory_bytes gives them: what verification since a checkpoint re-hashes (the memories with an event after it), by primary key, never a scan of the tenant
+select m.id, m.revision, m.erased_at is not null, m.content_hash,
+       case when m.erased_at is null then pymem._content_bytes_v2(m) end
+  from pymem.memories m
+ where m.tenant_id = %s and m.id = any(%s)
+
 -- name: memories_failing_v1 --
 -- Which of these memories (%s tenant, %s ids) no longer match their hash version 1
 select m.id from pymem.memories m
@@ -502,6 +509,14 @@ select tenant_id, id, scope::text as scope, kind, content, record::text as recor
        policy_fingerprint, revision, created_at, valid_from, invalidated_at, superseded_by, erased_at, content_hash
   from pymem.memories
  where tenant_id = %s and (%s::text is null or id >= %s) and (%s::text is null or id < %s)
+
+-- name: raw_memories_of --
+-- A tenant's memory rows with these ids (%s tenant, %s ids), as raw_memories gives them: the independent verifier's rows to re-hash since a checkpoint, by primary key
+select tenant_id, id, scope::text as scope, kind, content, record::text as record, embedding::text as embedding,
+       tags, importance, confidence, origin, source_adapter, provenance::text as provenance, injection_source,
+       policy_fingerprint, revision, created_at, valid_from, invalidated_at, superseded_by, erased_at, content_hash
+  from pymem.memories
+ where tenant_id = %s and id = any(%s)
 
 -- name: ledger_entry_hash --
 -- The chain hash of one entry (tenant, seq)

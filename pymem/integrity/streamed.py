@@ -98,8 +98,15 @@ class DatabaseBytes:
                         None if data is None else hashlib.sha256(prev + data).digest())
 
     def rows(self, conn: psycopg.Connection, tenant: str, low: str | None, high: str | None) -> Iterator[Row]:
-        for mid, rev, erased, content_hash, data in _stream(
-                conn, queries.query("memory_bytes"), (tenant, low, low, high, high)):
+        return self._rows(_stream(conn, queries.query("memory_bytes"), (tenant, low, low, high, high)))
+
+    def rows_of(self, conn: psycopg.Connection, tenant: str, ids: list[str]) -> Iterator[Row]:
+        """The rows with these ids (verification since a checkpoint: pymem.integrity.incremental)."""
+        return self._rows(_stream(conn, queries.query("memory_bytes_of"), (tenant, ids)))
+
+    @staticmethod
+    def _rows(found: Iterator[tuple[Any, ...]]) -> Iterator[Row]:
+        for mid, rev, erased, content_hash, data in found:
             ok = None if data is None else hashlib.sha256(data).digest() == content_hash
             yield Row(mid, rev, erased, content_hash, _v2_only(ok))
 
