@@ -40,7 +40,7 @@ from typing import Any
 
 import psycopg
 
-from .. import db, queries
+from .. import db, queries, telemetry
 from ..context import Context
 from ..errors import AccessDenied
 from .checkpoints import Checkpoint
@@ -174,4 +174,7 @@ def verify_since(connect: Callable[[], AbstractContextManager[psycopg.Connection
                 refused = _refusal(cp, trusted_key)
                 results.append(TenantVerification(tenant=name, entries=0, rows_checked=0, head_seq=None,
                                                   head_hash=None, bad_seq=cp.seq, problem=refused or GONE))
-    return IncrementalReport(tenants=results, seconds=time.perf_counter() - started, since=since)
+    report = IncrementalReport(tenants=results, seconds=time.perf_counter() - started, since=since)
+    telemetry.count("pymem_verify_runs_total", mode="since_checkpoint", verifier=encoder.name,
+                    result="clean" if report.clean else "tampered")
+    return report

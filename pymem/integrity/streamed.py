@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from .. import db, queries
+from .. import db, queries, telemetry
 from ..context import Context
 from ..errors import AccessDenied
 from . import hashing
@@ -371,7 +371,10 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                         submit("rows", t, None, v1)
                     else:
                         results[t.name] = _report(t, heads[t.name])
-    return VerifyReport(tenants=[results[t] for t, _, _, _ in sizes], seconds=time.perf_counter() - started)
+    report = VerifyReport(tenants=[results[t] for t, _, _, _ in sizes], seconds=time.perf_counter() - started)
+    telemetry.count("pymem_verify_runs_total", mode="full", verifier=encoder.name,
+                    result="clean" if report.clean else "tampered")
+    return report
 
 
 def _check_v1(t: _Tenant, encoder: Any, conn: psycopg.Connection, deferred: list[tuple[Row, tuple[Any, ...]]]) -> _Part:
