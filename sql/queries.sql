@@ -459,6 +459,22 @@ select t.tenant_id, h.seq, h.chain_hash, coalesce(h.live_rows, 0)
  where %s::text is null or t.tenant_id = %s
  order by 1
 
+-- name: verify_heads_skip --
+-- verify_sizes without reading every row: each tenant (tenant or NULL = all, four times over) with its head row, the tenants found by skipping along the ledger's and the memories' primary keys (one index probe per tenant, not per row), for verification since a checkpoint
+with recursive
+  l(t) as (select min(tenant_id) from pymem.ledger where %s::text is null or tenant_id = %s
+           union all
+           select (select min(x.tenant_id) from pymem.ledger x where x.tenant_id > l.t) from l where l.t is not null),
+  m(t) as (select min(tenant_id) from pymem.memories where %s::text is null or tenant_id = %s
+           union all
+           select (select min(x.tenant_id) from pymem.memories x where x.tenant_id > m.t) from m where m.t is not null),
+  t(tenant_id) as (select tenant_id from pymem.chain_heads where %s::text is null or tenant_id = %s
+                   union select t from l where t is not null union select t from m where t is not null)
+select t.tenant_id, h.seq, h.chain_hash, coalesce(h.live_rows, 0)
+  from t left join pymem.chain_heads h on h.tenant_id = t.tenant_id
+ where %s::text is null or t.tenant_id = %s
+ order by 1
+
 -- name: memory_id_at --
 -- The id at a position of a tenant's memories in id order (%s tenant, %s position): where a range of rows to verify ends
 select id from pymem.memories where tenant_id = %s order by id offset %s limit 1

@@ -263,3 +263,18 @@ def test_the_command(database, anchored, key, tmp_path):
     result = run(main, ["verify", "--since-checkpoint", "--checkpoints", str(anchored)], env=env)
     assert result.exit_code == 1
     assert "TAMPERING DETECTED in tenant acme at seq 7, memory m7: " + CONTENT in result.output
+
+
+def test_tenants_are_found_without_a_head_row_or_a_checkpoint(database, anchored, key, store):
+    """A tenant never anchored whose head row was removed, and one planted with rows only: both are
+    found (by skipping along the primary keys) and verified in full."""
+    store.bind(Context(tenant="newco", actor="ops")).add([{"id": "n1", "content": "new"}])
+    with superuser(database) as conn:
+        conn.execute("delete from pymem.chain_heads where tenant_id = 'newco'")
+        conn.execute("insert into pymem.memories (tenant_id, id, content, content_hash)"
+                     " values ('planted', 'p1', 'trust me', '\\x00')")
+    found = problems(since(database, anchored, key))
+    by_full = full(database)
+    assert found["newco"] == HEAD == by_full["newco"]
+    assert found["planted"] == NO_EVENT == by_full["planted"]
+    assert found["acme"] is None and found["globex"] is None
