@@ -13,7 +13,7 @@ statement's values); pymem.db calls it for every connection it configures.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,9 +23,12 @@ _tracer: Any = None
 
 
 def tracing_available() -> bool:
-    """Whether opentelemetry-api is importable (the `otel` extra)."""
-    return importlib.util.find_spec("opentelemetry") is not None and \
-        importlib.util.find_spec("opentelemetry.trace") is not None
+    """Whether opentelemetry-api can be imported (the `otel` extra)."""
+    try:
+        importlib.import_module("opentelemetry.trace")
+    except ImportError:
+        return False
+    return True
 
 
 def _get_tracer() -> Any:
