@@ -39,6 +39,7 @@ from .errors import (
     TransactionConflict,
     UnknownSession,
 )
+from .telemetry import tracing
 
 _Row = TypeVar("_Row")
 
@@ -62,6 +63,7 @@ _configured: weakref.WeakKeyDictionary[psycopg.Connection, str | None] = weakref
 
 
 def _configure(conn: psycopg.Connection, role: str | None = APP_ROLE) -> None:
+    tracing.instrument(conn)  # a span per statement with the otel extra (pymem.telemetry.tracing)
     # An administrative connection may reach a database pgvector is not installed in yet.
     vector = one(conn.execute(queries.query("vector_type_exists")).fetchone())[0]
     if vector:

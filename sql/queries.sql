@@ -459,6 +459,22 @@ select t.tenant_id, h.seq, h.chain_hash, coalesce(h.live_rows, 0)
  where %s::text is null or t.tenant_id = %s
  order by 1
 
+-- name: verify_heads_skip --
+-- verify_sizes without reading every row: each tenant (tenant or NULL = all, four times over) with its head row, the tenants found by skipping along the ledger's and the memories' primary keys (one index probe per tenant, not per row), for verification since a checkpoint
+with recursive
+  l(t) as (select min(tenant_id) from pymem.ledger where %s::text is null or tenant_id = %s
+           union all
+           select (select min(x.tenant_id) from pymem.ledger x where x.tenant_id > l.t) from l where l.t is not null),
+  m(t) as (select min(tenant_id) from pymem.memories where %s::text is null or tenant_id = %s
+           union all
+           select (select min(x.tenant_id) from pymem.memories x where x.tenant_id > m.t) from m where m.t is not null),
+  t(tenant_id) as (select tenant_id from pymem.chain_heads where %s::text is null or tenant_id = %s
+                   union select t from l where t is not null union select t from m where t is not null)
+select t.tenant_id, h.seq, h.chain_hash, coalesce(h.live_rows, 0)
+  from t left join pymem.chain_heads h on h.tenant_id = t.tenant_id
+ where %s::text is null or t.tenant_id = %s
+ order by 1
+
 -- name: memory_id_at --
 -- The id at a position of a tenant's memories in id order (%s tenant, %s position): where a range of rows to verify ends
 select id from pymem.memories where tenant_id = %s order by id offset %s limit 1
@@ -477,6 +493,13 @@ select m.id, m.revision, m.erased_at is not null, m.content_hash,
        case when m.erased_at is null then pymem._content_bytes_v2(m) end
   from pymem.memories m
  where m.tenant_id = %s and (%s::text is null or m.id >= %s) and (%s::text is null or m.id < %s)
+
+-- name: memory_bytes_of --
+-- A tenant's memories with these ids (%s tenant, %s ids), as memory_bytes gives them: what verification since a checkpoint re-hashes (the memories with an event after it), by primary key, never a scan of the tenant
+select m.id, m.revision, m.erased_at is not null, m.content_hash,
+       case when m.erased_at is null then pymem._content_bytes_v2(m) end
+  from pymem.memories m
+ where m.tenant_id = %s and m.id = any(%s)
 
 -- name: memories_failing_v1 --
 -- Which of these memories (%s tenant, %s ids) no longer match their hash version 1
@@ -502,6 +525,14 @@ select tenant_id, id, scope::text as scope, kind, content, record::text as recor
        policy_fingerprint, revision, created_at, valid_from, invalidated_at, superseded_by, erased_at, content_hash
   from pymem.memories
  where tenant_id = %s and (%s::text is null or id >= %s) and (%s::text is null or id < %s)
+
+-- name: raw_memories_of --
+-- A tenant's memory rows with these ids (%s tenant, %s ids), as raw_memories gives them: the independent verifier's rows to re-hash since a checkpoint, by primary key
+select tenant_id, id, scope::text as scope, kind, content, record::text as record, embedding::text as embedding,
+       tags, importance, confidence, origin, source_adapter, provenance::text as provenance, injection_source,
+       policy_fingerprint, revision, created_at, valid_from, invalidated_at, superseded_by, erased_at, content_hash
+  from pymem.memories
+ where tenant_id = %s and id = any(%s)
 
 -- name: ledger_entry_hash --
 -- The chain hash of one entry (tenant, seq)

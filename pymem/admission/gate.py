@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from .. import queries
+from .. import queries, telemetry
 from ..embedder import Embedder
 from ..errors import AccessDenied, IncognitoSession, InvalidArguments, MemoryAdmissionError, UnknownSession
 from ..storage.chunks import first_present
@@ -115,6 +115,7 @@ def _holds_chain_lock(memories: Memories, conn: psycopg.Connection) -> bool:
 def _refuse(memories: Memories, decision: Decision, provenance: Provenance, digest: str,
             conn: psycopg.Connection | None) -> MemoryAdmissionError:
     """Audit the refusal durably, then return the exception to raise."""
+    telemetry.count("pymem_admissions_total", decision="refuse")
     if conn is not None and _holds_chain_lock(memories, conn):
         log.warning("admission refused but not audited: tenant=%s origin=%s signature=%s digest=%s "
                     "(the caller's transaction holds the tenant's chain lock)",
@@ -193,6 +194,7 @@ def judge_or_refuse(memories: Memories, record: Mapping[str, Any], provenance: P
     decision = judge(record, provenance, policy)
     if not decision.admitted:
         raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
+    telemetry.count("pymem_admissions_total", decision="admit")
     return decision
 
 

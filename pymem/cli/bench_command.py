@@ -46,6 +46,10 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr, w
 @click.option("--fairness", is_flag=True,
               help="Instead: through `pymem serve`, one tenant running 4 concurrent 2,000-record upsert_many for "
                    "--seconds; a quiet tenant's list p50 against idle.")
+@click.option("--verify", "verify", is_flag=True,
+              help="Instead: full verification against verification since the newest checkpoint, on --rows memories "
+                   "anchored and then --write-rows new ledger entries [default 1,000], in a scratch database "
+                   "(pymem_bench_verify).")
 @click.option("--seconds", type=click.FloatRange(5, 3600), default=30.0, show_default=True,
               help="How long --hostile and --fairness load the service.")
 @click.option("--hybrid", is_flag=True,
@@ -58,7 +62,7 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr, w
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
           keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, hostile: bool, fairness: bool,
-          seconds: float,
+          verify: bool, seconds: float,
           hybrid: bool, scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
@@ -91,6 +95,12 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     with the verdict cache emptied before each call: p50/p95 against the targets (recall <= 15 ms,
     deliver <= 30 ms).
 
+    With --verify, instead: --rows memories (--dims dimensions, 4 tenants) written through pymem,
+    every tenant's head anchored, then --write-rows new ledger entries (default 1,000: three
+    quarters new memories, a quarter updates); full verification and verification since the
+    checkpoint (pymem verify and pymem verify --since-checkpoint, and each with the independent
+    verifier), median of 3 rounds, and since / full against the goal of at most 10 %.
+
     With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
     configured store and loaded from other processes (benchmarks.load_bench); the quiet tenant's
     p50 is reported beside its idle value in the same run.
@@ -107,8 +117,18 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
         click.echo(json.dumps(result) if as_json else load_bench.format_load_report(result))
         return
-    if sum((langgraph, admission, deliver, latency)) > 1:
-        raise click.UsageError("choose one of --langgraph, --admission, --deliver and --latency")
+    if sum((langgraph, admission, deliver, latency, verify)) > 1:
+        raise click.UsageError("choose one of --langgraph, --admission, --deliver, --latency and --verify")
+    if verify and (scaling or hybrid):
+        raise click.UsageError("--scaling and --hybrid apply to the storage benchmark, not to --verify")
+    if verify:
+        tool = workshop("verify_bench", "pymem bench")
+        config = tool.VerifyBenchConfig(rows=rows, new=write_rows or 1_000, dims=dims,
+                                        database=database or "pymem_bench_verify", keep=keep)
+        with open_store() as store:
+            report = tool.run(store, config, progress=lambda message: stderr(f"bench: {message}"))
+        click.echo(json.dumps(report) if as_json else tool.format_report(report))
+        return
     if scaling and (langgraph or admission or deliver or latency):
         raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission, "
                                "--deliver or --latency")

@@ -47,10 +47,15 @@ def _service(name: str) -> Any:
 @click.option("--pool-wait", type=click.FloatRange(0.1, 600), default=None,
               help="Seconds a call waits for a free connection before 503 pool_saturated "
                    "[env: PYMEM_POOL_WAIT; default 5].")
+@click.option("--metrics/--no-metrics", default=False, envvar="PYMEM_METRICS", show_default=True,
+              help="Serve GET /metrics (Prometheus text: requests, latency, pool, admissions, deliveries, "
+                   "verifications); it takes no token, so expose it to the scraper only [env: PYMEM_METRICS].")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", envvar="PYMEM_LOG_FORMAT",
+              show_default=True, help="Log lines as text, or as one JSON object per line [env: PYMEM_LOG_FORMAT].")
 @handle_errors
 def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, tenant_calls: int | None,
                   heavy_calls: int | None, lock_timeout_ms: int | None, statement_timeout_ms: int | None,
-                  pool_wait: float | None) -> None:
+                  pool_wait: float | None, metrics: bool, log_format: str) -> None:
     """Serve the memory service over HTTP, with MCP at /mcp; every call carries a signed token.
 
     Routes: POST /v1/handshake, POST /v1/call ({"verb", "args", "idempotency_key"}), GET /healthz,
@@ -67,6 +72,11 @@ def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, 
     at once from a background probe; with the embedded Postgres (no PYMEM_DSN) that probe also
     restarts the server if it dies.
 
+    --metrics adds GET /metrics: requests by route, verb, status and error code, their latency,
+    the pool's connections in use and calls waiting, admissions by decision, deliveries and
+    verifications, never a tenant or content in a label. --log-format json writes one JSON object
+    per line (time, level, logger, message and the access log's fields), never memory content.
+
     Example: pymem serve --host 127.0.0.1 --port 8080 --tenant-calls 2
     """
     import dataclasses
@@ -75,7 +85,8 @@ def serve_command(host: str, port: int, pool_size: int, max_request_bytes: int, 
     overrides = {k: v for k, v in (("lock_timeout_ms", lock_timeout_ms), ("statement_timeout_ms", statement_timeout_ms),
                                    ("pool_wait", pool_wait)) if v is not None}
     _service("serve")(host, port, settings=dataclasses.replace(settings, **overrides), pool_size=pool_size,
-                      max_body=max_request_bytes, per_tenant=tenant_calls, heavy_calls=heavy_calls)
+                      max_body=max_request_bytes, per_tenant=tenant_calls, heavy_calls=heavy_calls, metrics=metrics,
+                      log_format=log_format)
 
 
 @click.command("mcp")

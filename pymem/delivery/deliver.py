@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.rows import class_row
 
-from .. import queries
+from .. import queries, telemetry
 from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..embedder import Embedder
@@ -261,6 +261,7 @@ def deliver(memories: Memories, session_id: str, query: str | None, *, turn: int
             if turn is None:
                 turn = 0 if previous is None else previous + 1
             if session.incognito:
+                telemetry.count("pymem_deliveries_total", outcome="incognito")
                 return Delivery(session_id=session_id, turn=turn, text="", budget=budget, counter=counter.name,
                                 incognito=True)
             digest = _digest(memories, session, max_sessions, trust, c) if max_sessions else []
@@ -307,6 +308,7 @@ def deliver(memories: Memories, session_id: str, query: str | None, *, turn: int
                              [_item("recalled", hit, times, score) for score, hit in recalled], lessons=lessons,
                              budget=budget, counter=counter)
         items = fitted.hot + fitted.recalled
+    telemetry.count("pymem_deliveries_total", outcome="recorded")
     return Delivery(session_id=session_id, turn=turn, text=fitted.text, items=items, digest=fitted.digest,
                     tokens=fitted.tokens, budget=budget, truncated=fitted.omitted, counter=counter.name,
                     block_sha256=block_sha256, injection_seq=seq, lessons=fitted.lessons)

@@ -10,17 +10,20 @@ for every tenant.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from ..errors import InvalidArguments
 from .checkpoints import Checkpoint, CheckpointReport, anchor, check_checkpoints, open_sink
-from .independent import verify_independently
+from .incremental import newest_checkpoints, verify_since
+from .independent import PythonBytes, verify_independently
 from .receipt_audit import ReceiptAudit, audit_receipts
 from .signing import load_key, load_or_create_key, load_public_hex, public_bytes
+from .streamed import DatabaseBytes
 from .verify import JOBS, VerifyReport, verify_store
 
 if TYPE_CHECKING:
@@ -81,12 +84,18 @@ def _receipt_key(store: Store, public_key: str | Path | None) -> str | None:
 
 
 def audit_chain(store: Store, tenant: str | None = None, *, independent: bool = False, checkpoints: str | None = None,
-                public_key: str | Path | None = None, jobs: int = JOBS) -> ChainAudit:
+                public_key: str | Path | None = None, jobs: int = JOBS, since_checkpoint: bool = False) -> ChainAudit:
     """Verify the chain with the database's hash functions (on `jobs` connections, hashed in
     Python) and the convention receipts against their signatures and anchors (`public_key`, else
     the installation key file, is the key they must carry), and optionally recompute the chain in
     Python from the raw rows and compare it with the signed checkpoints in `checkpoints` (a file
-    or `SCHEME:TARGET`)."""
+    or `SCHEME:TARGET`).
+
+    `since_checkpoint` (needs `checkpoints`): verify only from each tenant's newest checkpoint,
+    in time proportional to what was written since (pymem.integrity.incremental, which says what
+    that does not prove); receipts are then left to the full verification."""
+    if since_checkpoint:
+        return _audit_since(store, tenant, independent=independent, checkpoints=checkpoints, public_key=public_key)
     database = verify_store(store, tenant, jobs=jobs)
     with _connection(store, tenant) as conn:
         found_receipts = audit_receipts(conn, tenant, lambda: _receipt_key(store, public_key))
@@ -100,6 +109,25 @@ def audit_chain(store: Store, tenant: str | None = None, *, independent: bool = 
             found_checkpoints = check_checkpoints(conn, open_sink(checkpoints).read(), trusted_key=trusted,
                                                   tenant=tenant)
     return ChainAudit(database, found_independent, found_checkpoints, found_receipts)
+
+
+def _audit_since(store: Store, tenant: str | None, *, independent: bool, checkpoints: str | None,
+                 public_key: str | Path | None) -> ChainAudit:
+    if not checkpoints:
+        raise InvalidArguments("verifying since a checkpoint needs the checkpoints (a file or SCHEME:TARGET)")
+    trusted = trusted_public_key(store, public_key)
+    recorded = list(open_sink(checkpoints).read())
+
+    def connect() -> AbstractContextManager[psycopg.Connection]:
+        return _connection(store, tenant)
+
+    database = verify_since(connect, tenant, DatabaseBytes(), recorded, trusted_key=trusted)
+    found_independent = verify_since(connect, tenant, PythonBytes(), recorded, trusted_key=trusted) \
+        if independent else None
+    with _connection(store, tenant) as conn:
+        found_checkpoints = check_checkpoints(conn, newest_checkpoints(recorded, tenant).values(),
+                                              trusted_key=trusted, tenant=tenant)
+    return ChainAudit(database, found_independent, found_checkpoints, None)
 
 
 @dataclass(frozen=True)

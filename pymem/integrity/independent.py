@@ -53,7 +53,15 @@ class PythonBytes:
                         bytes(e["chain_hash"]), hashing.chain_hash_of(prev, e))
 
     def rows(self, conn: psycopg.Connection, tenant: str, low: str | None, high: str | None) -> Iterator[Row]:
-        for m in _stream(conn, queries.query("raw_memories"), (tenant, low, low, high, high)):
+        return self._rows(_stream(conn, queries.query("raw_memories"), (tenant, low, low, high, high)))
+
+    def rows_of(self, conn: psycopg.Connection, tenant: str, ids: list[str]) -> Iterator[Row]:
+        """The rows with these ids (verification since a checkpoint: pymem.integrity.incremental)."""
+        return self._rows(_stream(conn, queries.query("raw_memories_of"), (tenant, ids)))
+
+    @staticmethod
+    def _rows(found: Iterator[dict[str, Any]]) -> Iterator[Row]:
+        for m in found:
             stored = bytes(m["content_hash"])
             row = dict(m, embedding=_vector(m["embedding"]))
             yield Row(m["id"], m["revision"], m["erased_at"] is not None, stored, _rehashes(row, stored))

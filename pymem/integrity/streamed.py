@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from .. import db, queries
+from .. import db, queries, telemetry
 from ..context import Context
 from ..errors import AccessDenied
 from . import hashing
@@ -98,8 +98,15 @@ class DatabaseBytes:
                         None if data is None else hashlib.sha256(prev + data).digest())
 
     def rows(self, conn: psycopg.Connection, tenant: str, low: str | None, high: str | None) -> Iterator[Row]:
-        for mid, rev, erased, content_hash, data in _stream(
-                conn, queries.query("memory_bytes"), (tenant, low, low, high, high)):
+        return self._rows(_stream(conn, queries.query("memory_bytes"), (tenant, low, low, high, high)))
+
+    def rows_of(self, conn: psycopg.Connection, tenant: str, ids: list[str]) -> Iterator[Row]:
+        """The rows with these ids (verification since a checkpoint: pymem.integrity.incremental)."""
+        return self._rows(_stream(conn, queries.query("memory_bytes_of"), (tenant, ids)))
+
+    @staticmethod
+    def _rows(found: Iterator[tuple[Any, ...]]) -> Iterator[Row]:
+        for mid, rev, erased, content_hash, data in found:
             ok = None if data is None else hashlib.sha256(data).digest() == content_hash
             yield Row(mid, rev, erased, content_hash, _v2_only(ok))
 
@@ -364,7 +371,10 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                         submit("rows", t, None, v1)
                     else:
                         results[t.name] = _report(t, heads[t.name])
-    return VerifyReport(tenants=[results[t] for t, _, _, _ in sizes], seconds=time.perf_counter() - started)
+    report = VerifyReport(tenants=[results[t] for t, _, _, _ in sizes], seconds=time.perf_counter() - started)
+    telemetry.count("pymem_verify_runs_total", mode="full", verifier=encoder.name,
+                    result="clean" if report.clean else "tampered")
+    return report
 
 
 def _check_v1(t: _Tenant, encoder: Any, conn: psycopg.Connection, deferred: list[tuple[Row, tuple[Any, ...]]]) -> _Part:

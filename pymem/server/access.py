@@ -47,5 +47,9 @@ class AccessLog:
         finally:
             state = scope.get("state", {})
             who = "".join(f" {k}={state[k]}" for k in ("tenant", "verb") if state.get(k))
-            log.info("%s %s %d %.1fms id=%s%s", scope.get("method", "-"), scope.get("path", "-"), status,
-                     (time.perf_counter() - started) * 1000, rid, who)
+            took = (time.perf_counter() - started) * 1000
+            # the same fields apart, for JSON lines (pymem.telemetry.logs)
+            fields = {"method": scope.get("method", "-"), "path": scope.get("path", "-"), "status": status,
+                      "duration_ms": round(took, 1), "request_id": rid,
+                      **{k: state[k] for k in ("tenant", "verb") if state.get(k)}}
+            log.info("%s %s %d %.1fms id=%s%s", fields["method"], fields["path"], status, took, rid, who, extra=fields)

@@ -7,6 +7,8 @@ Routes:
   GET  /readyz         readiness (database reachable, pgvector usable, schema current), from the
                        background probe's last report (pymem.service.readiness): it never waits
   GET  /openapi.json   the OpenAPI document of the routes above
+  GET  /metrics        the Prometheus text format of the process's counters, with `metrics=True` only
+                       (pymem.server.metrics: no tenant data in any label, no token asked)
        /mcp            the MCP server (streamable HTTP), behind the same tokens
 
 Every /v1 call and every MCP request carries its own signed token (Authorization: Bearer); the
@@ -47,6 +49,7 @@ from ..service.verbs import Service
 from ..service.wire import ProtocolError
 from ..storage.store import Store
 from .access import AccessLog, request_id
+from .metrics import RequestMetrics, metrics_endpoint
 from .openapi import openapi_document
 from .requests import DEFAULT_MAX_BODY, bearer_token, parse_envelope, parse_json, read_body
 from .responses import error_response, json_bytes, json_response, ok_response
@@ -107,7 +110,7 @@ class _Runtime:
 def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None, settings: Settings | None = None,
               embedder: Embedder | None = None, max_body: int = DEFAULT_MAX_BODY, host: str = "127.0.0.1",
               pool_size: int = 10, per_tenant: int | None = None, probe_interval: float = PROBE_INTERVAL,
-              heavy_calls: int | None = None) -> Starlette:
+              heavy_calls: int | None = None, metrics: bool = False) -> Starlette:
     """The service's ASGI app.
 
     `store`: an open store to serve (kept open at shutdown); else one is opened from `settings`
@@ -119,7 +122,8 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
     against DNS rebinding. `per_tenant`: the most calls one tenant runs at a time (default: a
     quarter of the pool; 0: no limit). `heavy_calls`: the most heavy calls (many records, long
     texts) run at once among all tenants (default half the cores; 0: no bound).
-    `probe_interval`: seconds between readiness probes.
+    `probe_interval`: seconds between readiness probes. `metrics`: serve GET /metrics (off by
+    default: it takes no token, so expose it only where the scraper reaches it).
     """
     if tokens is None:
         source = settings if settings is not None else store.settings if store is not None else Settings.from_env()
@@ -200,7 +204,11 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", mcp_app),  # the SDK's app routes /mcp itself and checks the token on every request
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(AccessLog)], lifespan=lifespan,
+    middleware = [Middleware(AccessLog)]
+    if metrics:
+        routes.append(Route("/metrics", metrics_endpoint(runtime), methods=["GET"]))
+        middleware.append(Middleware(RequestMetrics))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={404: http_error, 405: http_error})
     app.state.runtime = runtime
     return app

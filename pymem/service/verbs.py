@@ -42,6 +42,7 @@ from ..lessons.selection import DEFAULT_LIMIT as LESSON_LIMIT
 from ..recall import recall
 from ..storage.memories import Memories
 from ..storage.store import Store
+from ..telemetry import tracing
 from . import schemas as s
 from .auth import IDENTITY_CLAIMS
 from .limits import HeavyLane, TenantLimits, is_heavy
@@ -237,7 +238,7 @@ class Service:
         elif idempotency_key is not None:
             raise InvalidArguments(f"{entry.name} takes no idempotency_key")
         with self.limits.slot(ctx.tenant), self.heavy.slot(ctx.tenant, is_heavy(kwargs)), \
-                _database_unavailable(self.store):
+                _database_unavailable(self.store), tracing.span(f"pymem.{entry.name}", **{"pymem.verb": entry.name}):
             return entry.run(self.store.bind(ctx), self, **kwargs)
 
     def handshake(self, ctx: Context, protocols: Any = None) -> dict[str, Any]:

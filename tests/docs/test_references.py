@@ -23,7 +23,7 @@ MISSING = [m for m in NEEDED if importlib.util.find_spec(m.split(".")[0]) is Non
 #: The public subpackages (beside pymem itself) whose `__all__` the Python reference must cover.
 PUBLIC_SUBPACKAGES = ("pymem.errors", "pymem.admission", "pymem.delivery", "pymem.lessons", "pymem.conventions",
                       "pymem.facts", "pymem.integrity", "pymem.embedder", "pymem.vocabulary", "pymem.admin",
-                      "pymem.langgraph", "pymem.sqlalchemy", "pymem.client")
+                      "pymem.telemetry", "pymem.langgraph", "pymem.sqlalchemy", "pymem.client")
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the docs extra is not installed (missing {MISSING}): "
                                                       "pip install -e '.[docs]'")
