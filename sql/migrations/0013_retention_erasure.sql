@@ -301,8 +301,8 @@ begin
     new.expires_at := old.expires_at;
     return new;
   end if;
-  if new.ttl is not null and (new.ttl <= interval '0' or new.ttl > interval '100 years') then
-    raise exception 'pymem: a ttl must be positive and at most 100 years' using errcode = '22023';
+  if new.ttl is not null and (new.ttl <= interval '0' or new.ttl > interval '36500 days') then
+    raise exception 'pymem: a ttl must be positive and at most 36500 days' using errcode = '22015';
   end if;
   -- the writer's rights: a context reads its own tenant's policy
   select r.* into p from pymem.retention_policies r where r.tenant_id = new.tenant_id;
@@ -314,7 +314,7 @@ begin
       new.ttl := p.max_ttl;
     else
       raise exception 'pymem: a ttl of % exceeds the tenant''s maximum of %', new.ttl, p.max_ttl
-        using errcode = '22023';
+        using errcode = '22015';
     end if;
   end if;
   new.expires_at := now() + new.ttl;
@@ -1123,12 +1123,12 @@ begin
     raise exception 'pymem: a retention policy is the whole tenant''s: set it from a whole-tenant context (no scope, no read allow-list)'
       using errcode = '42501';
   end if;
-  if (p_default_ttl is not null and (p_default_ttl <= interval '0' or p_default_ttl > interval '100 years'))
-     or (p_max_ttl is not null and (p_max_ttl <= interval '0' or p_max_ttl > interval '100 years')) then
-    raise exception 'pymem: a default or maximum ttl must be positive and at most 100 years' using errcode = '22023';
+  if (p_default_ttl is not null and (p_default_ttl <= interval '0' or p_default_ttl > interval '36500 days'))
+     or (p_max_ttl is not null and (p_max_ttl <= interval '0' or p_max_ttl > interval '36500 days')) then
+    raise exception 'pymem: a default or maximum ttl must be positive and at most 36500 days' using errcode = '22015';
   end if;
   if p_default_ttl > p_max_ttl then
-    raise exception 'pymem: the default ttl must not exceed the maximum' using errcode = '22023';
+    raise exception 'pymem: the default ttl must not exceed the maximum' using errcode = '22015';
   end if;
   if p_default_ttl is null and p_max_ttl is null then
     delete from pymem.retention_policies r where r.tenant_id = v_tenant;
