@@ -18,6 +18,10 @@
 --   actor.erased event first; verification checks those entries against that seal afterwards.
 set role pymem_owner;
 
+-- A function's SET clause may name hnsw.* only once pgvector's library has defined those settings
+-- in this session (the searches redefined below do): a cast to vector loads it.
+do $$ begin perform '[1]'::vector; end $$;
+
 -- ---------------------------------------------------------------------------------------------
 -- tables: the expiry and subject of a memory, retention policies, pseudonyms
 -- ---------------------------------------------------------------------------------------------
