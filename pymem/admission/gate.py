@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from datetime import timedelta
 import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg

@@ -5,11 +5,14 @@ runs the database's own chain verification; `verify_independently` recomputes ev
 Python from the raw rows, never calling the database's functions; `load_or_create_key` keeps the
 installation's Ed25519 key outside the database; checkpoints (`open_sink`, `FileSink`) record
 signed chain heads in an external sink and `audit_chain` checks the chain still extends them;
-`anchor_store` records a new one; receipts' signatures are checked as `ReceiptAudit` findings.
+`anchor_store` records a new one; receipts' signatures are checked as `ReceiptAudit` findings;
+`erase_actor` erases a person (the ledger names actors by pseudonyms whose link it destroys) and
+leaves the chain verifiable.
 """
 
 from .audit import HistoryEvent, Refusal, history, refusals
 from .checkpoints import Checkpoint, CheckpointReport, CheckpointSink, FileSink, open_sink
+from .erasure import ActorErasure, erase_actor
 from .evidence import AnchorResult, ChainAudit, anchor_store, audit_chain
 from .independent import verify_independently
 from .receipt_audit import ReceiptAudit, ReceiptFinding
@@ -19,4 +22,4 @@ from .verify import TenantVerification, VerifyReport, verify_chain, verify_store
 __all__ = ["refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",
            "TenantVerification", "verify_independently", "audit_chain", "ChainAudit", "anchor_store", "AnchorResult",
            "Checkpoint", "CheckpointReport", "CheckpointSink", "FileSink", "open_sink", "ReceiptAudit",
-           "ReceiptFinding", "load_or_create_key"]
+           "ReceiptFinding", "load_or_create_key", "erase_actor", "ActorErasure"]

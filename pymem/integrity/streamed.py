@@ -23,6 +23,7 @@ function, so a function replaced inside the database cannot vouch for itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import queue
@@ -376,7 +377,7 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                     if kind == "ledger":
                         t.merge_ledger()
                         if t.sealed and t.chain_fault is None:
-                            t.seal_fault = conns.run(lambda c, t=t: _check_seals(c, t))
+                            t.seal_fault = conns.run(functools.partial(_check_seals, t=t))
                         check_rows(t)
                         continue
                     t.merge_rows()
@@ -392,7 +393,7 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
     return VerifyReport(tenants=[results[t] for t, _, _, _ in sizes], seconds=time.perf_counter() - started)
 
 
-def _check_seals(conn: psycopg.Connection, t: _Tenant) -> tuple[Any, ...] | None:
+def _check_seals(conn: psycopg.Connection, *, t: _Tenant) -> tuple[Any, ...] | None:
     """Step 1b: an erased person's pre-0013 entries, token by token, against the seal their
     erasure (an actor.erased event, itself checked in step 1) chained; the first failing token's
     first entry, as pymem.verify_chain names it."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from contextlib import AbstractContextManager
+from datetime import timedelta
 from typing import Any, cast
 
 import psycopg

@@ -41,7 +41,16 @@ from ..vocabulary import (
     WRITE_COLUMNS,
     canonical_json,
 )
-from .validate import check_embedding, check_id, check_json, check_subject, check_tags, check_text, check_ttl, check_unit
+from .validate import (
+    check_embedding,
+    check_id,
+    check_json,
+    check_subject,
+    check_tags,
+    check_text,
+    check_ttl,
+    check_unit,
+)
 
 __all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT",
            "STAGE_FROM", "check_row", "write_rows", "operator_origin_refusal"]
