@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import click
 
-from .. import db, queries
-from ..context import Context
-from ..integrity.erasure import erase_actor
-from ..storage.retention import purge_expired, retention_policy, set_retention
+from .. import Context
+from ..admin import purge_expired, purge_expired_all, retention_policy, set_retention
+from ..integrity import erase_actor
 from .common import context_options, echo_json, handle_errors, json_option, open_store, table
 
 
@@ -87,13 +86,10 @@ def purge_command(all_tenants: bool, tenant: str | None, actor: str | None, adap
     Example: pymem purge --tenant acme
     """
     if all_tenants:
-        if tenant:
+        if click.get_current_context().get_parameter_source("tenant") == click.core.ParameterSource.COMMANDLINE:
             raise click.UsageError("--all-tenants purges every tenant: leave out --tenant")
-        with open_store() as store, db.translate_errors(), store.admin_connection() as conn:
-            rows = conn.execute(queries.query("purge_expired_all"), (10_000,)).fetchall()
-        totals: dict[str, int] = {}
-        for name, purged in rows:
-            totals[name] = totals.get(name, 0) + int(purged)
+        with open_store() as store:
+            totals = purge_expired_all(store)
         if as_json:
             echo_json({"tenants": totals, "purged": sum(totals.values())})
             return

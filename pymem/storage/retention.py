@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from .. import queries
+from .. import db, queries
 from ..errors import InvalidArguments
 from .validate import check_ids, check_ttl
 
 if TYPE_CHECKING:  # pragma: no cover
     from .memories import Memories
+    from .store import Store
 
-__all__ = ["RetentionPolicy", "retention_policy", "set_retention", "purge_expired", "refresh_expiry",
-           "PURGE_BATCH"]
+__all__ = ["RetentionPolicy", "retention_policy", "set_retention", "purge_expired", "purge_expired_all",
+           "refresh_expiry", "PURGE_BATCH"]
 
 #: Expired memories deleted per transaction by `purge_expired` (it runs as many as it takes).
 PURGE_BATCH = 10_000
@@ -84,6 +85,22 @@ def purge_expired(memories: Memories, *, batch: int = PURGE_BATCH) -> int:
         total += purged
         if purged < batch:
             return total
+
+
+def purge_expired_all(store: Store, *, batch: int = PURGE_BATCH) -> dict[str, int]:
+    """Every tenant's expired memories, on the administrative connection (what a scheduler's call
+    of pymem.purge_expired_all() does); {tenant: memories purged}."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 100_000:
+        raise InvalidArguments("batch must be an integer between 1 and 100000")
+    totals: dict[str, int] = {}
+    with db.translate_errors(), store.admin_connection() as conn:
+        while True:
+            rows = conn.execute(queries.query("purge_expired_all"), (batch,)).fetchall()
+            conn.commit()
+            for tenant, purged in rows:
+                totals[tenant] = totals.get(tenant, 0) + int(purged)
+            if all(int(purged) < batch for _, purged in rows):
+                return totals
 
 
 def refresh_expiry(memories: Memories, ids: Sequence[str], *, conn: psycopg.Connection | None = None) -> int:

@@ -305,3 +305,26 @@ def test_bad_input_to_the_retention_verbs_changes_nothing(store):
     assert retention_policy(operator) is None
     with store.transaction(operator.ctx) as conn:
         assert conn.execute("select count(*) from pymem.ledger where event = 'retention.set'").fetchone()[0] == 0
+
+
+def test_the_commands_set_the_policy_and_purge(store, database, monkeypatch):
+    from helpers.cli import cli_runner
+
+    run = cli_runner(database, monkeypatch)
+    assert "no retention policy" in run("retention", "show").output
+    result = run("retention", "set", "--default-ttl", "3600", "--max-ttl", "86400", "--actor", "ops")
+    assert result.exit_code == 0, result.output
+    assert "default ttl 3600s, maximum ttl 86400s" in run("retention", "show").output
+    refused = run("retention", "set", "--default-ttl", "60", "--adapter", "codex")
+    assert refused.exit_code != 0 and "operator" in refused.output
+    remembered = run("remember", "--origin", "user_asserted", "--ttl", "60", "--id", "m1", "short lived")
+    assert remembered.exit_code == 0, remembered.output
+    for tenant in ("acme", "globex"):
+        store.bind(Context(tenant=tenant, actor="app")).add([{"id": "old", "content": "x", "ttl": 60}])
+    expire(database, "old", "m1")
+    purged = run("purge", "--json")
+    assert purged.exit_code == 0 and '"purged": 2' in purged.output  # acme's two
+    everywhere = run("purge", "--all-tenants", "--json")
+    assert everywhere.exit_code == 0 and '"globex": 1' in everywhere.output, everywhere.output
+    assert run("purge", "--all-tenants", "--tenant", "acme").exit_code == 2
+    assert run("verify").exit_code == 0
