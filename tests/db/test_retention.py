@@ -328,3 +328,45 @@ def test_the_commands_set_the_policy_and_purge(store, database, monkeypatch):
     assert everywhere.exit_code == 0 and '"globex": 1' in everywhere.output, everywhere.output
     assert run("purge", "--all-tenants", "--tenant", "acme").exit_code == 2
     assert run("verify").exit_code == 0
+
+
+def test_the_definer_reads_leave_an_expired_row_out(store, database):
+    """The functions that apply the read policy themselves (the owner's rights: the read policy does
+    not filter for them) must drop an expired row too, each called directly as the app login, both
+    plans where a function has two."""
+    mem = store.bind(Context(tenant="acme", actor="app"))
+    start_session(store.bind(Context(tenant="acme", actor="app", scope={"user": "u1"})), "s1", "chat")
+    vec = EMBEDDER.embed_one("green tea in the morning")
+    rows = [{"id": f"m{i}", "content": f"green tea in the morning {i}", "embedding": vec, "tags": ["hot"],
+             "scope": {"user": "u1"}} for i in range(3)]
+    mem.add(rows)
+    lesson(mem, "green tea lessons for the morning", ["drinks"])
+    with database.admin() as conn:
+        lesson_id = conn.execute("select id from pymem.memories where kind = 'lesson'").fetchone()[0]
+    ids = ["m0", "m1", "m2", lesson_id]
+    calls = {
+        "session_hot": "select id from pymem.session_hot('s1', 100)",
+        "session_search exact": "select id from pymem.session_search('s1', %(v)s::vector, 10, 'exact')",
+        "session_search hnsw": "select id from pymem.session_search('s1', %(v)s::vector, 10, 'hnsw')",
+        "session_search_hybrid": "select id from pymem.session_search_hybrid('s1', %(v)s::vector, 'green tea', 10, 'exact')",
+        "session_lessons": "select id from pymem.session_lessons('s1', '{drinks}', 10)",
+        "session_receives": "select unnest(pymem.session_receives('s1', %(ids)s))",
+        "_search_in_scope": "select unnest(pymem._search_in_scope(%(v)s::vector, 10, '{\"user\": \"u1\"}', false, null))",
+        "_text_candidates": "select id from pymem._text_candidates('green tea', 10, '{}', false)",
+    }
+
+    def found():
+        out = {}
+        with database.app() as conn:
+            conn.execute("select pymem.set_context('acme', 'app')")
+            for name, sql in calls.items():
+                out[name] = {r[0] for r in conn.execute(sql, {"v": str(vec), "ids": ids})}
+        return out
+
+    before = found()
+    assert all(before[name] & {"m0", "m1", "m2", lesson_id} for name in calls), before
+    expire(database, "m1", lesson_id)
+    after = found()
+    leaked = {name: seen & {"m1", lesson_id} for name, seen in after.items() if seen & {"m1", lesson_id}}
+    assert not leaked, leaked
+    assert all(after[name] for name in calls if name != "session_lessons"), after
