@@ -4,7 +4,9 @@ Login bindings (`bind_login`: which tenants, scope and adapter a database login 
 the schema (`upgrade_schema` applies the migrations with the admin connection; `upgrade_sql`
 prints them for a DBA to apply), the embedded server (`stop_embedded`), the admin connection
 itself, the database's status (`database_status`), the registration of the installation's
-signing key (`register_signing_key`), import and export of memories, and what `reembed` reports.
+signing key (`register_signing_key`), import and export of memories, what `reembed` reports, and
+retention: the tenant's policy (`set_retention`, `retention_policy`), the purge of expired
+memories (`purge_expired`, `purge_expired_all` for every tenant) and the restart of their clocks (`refresh_expiry`).
 
 Upgrading loads Alembic and SQLAlchemy, on first use only.
 """
@@ -16,10 +18,20 @@ from .migrate import upgrade_sql
 from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
 from .storage.endpoints import admin_connection, stop_embedded, upgrade_schema
 from .storage.reembed import ReembedReport
+from .storage.retention import (
+    RetentionPolicy,
+    purge_expired,
+    purge_expired_all,
+    refresh_expiry,
+    retention_policy,
+    set_retention,
+)
 from .storage.status import DatabaseStatus, database_status
 from .storage.transfer import ImportReport, check_file, export_records, import_file
 
 __all__ = ["bind_login", "unbind_login", "list_bindings", "LoginBinding", "upgrade_schema", "upgrade_sql",
            "stop_embedded", "admin_connection", "database_status", "DatabaseStatus", "register_signing_key",
-           "registered_signing_key", "import_file", "export_records", "check_file", "ImportReport", "ReembedReport"]
+           "registered_signing_key", "import_file", "export_records", "check_file", "ImportReport", "ReembedReport",
+           "RetentionPolicy", "retention_policy", "set_retention", "purge_expired", "purge_expired_all",
+           "refresh_expiry"]
 

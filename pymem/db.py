@@ -296,7 +296,8 @@ def translate_errors() -> Iterator[None]:
         raise InvalidArguments(f"missing value for {exc.diag.column_name}") from exc
     except pgerr.InvalidParameterValue as exc:
         raise ContextError(_message(exc)) from exc
-    except (pgerr.DataException, pgerr.UntranslatableCharacter, pgerr.CharacterNotInRepertoire) as exc:
+    except (pgerr.DataException, pgerr.UntranslatableCharacter, pgerr.CharacterNotInRepertoire,
+            pgerr.IntervalFieldOverflow) as exc:  # the last: a ttl beyond the tenant's maximum
         raise InvalidArguments(_message(exc)) from exc
     except pgerr.LockNotAvailable as exc:
         raise LockTimeout(f"a lock was not granted in time: {_message(exc)}", retry_after=1.0) from exc

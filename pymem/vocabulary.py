@@ -23,6 +23,7 @@ __all__ = [
     "MAX_INJECTION_SOURCE_BYTES", "MAX_POLICY_FINGERPRINT", "MAX_TAGS", "MAX_TAG", "MAX_TOP_K",
     "MAX_REFUSAL_SOURCE", "MAX_REFUSAL_REASON", "MAX_SIGNATURE", "KIND_PATTERN", "is_plain_text", "MAX_QUERY_BYTES",
     "LESSON_KIND", "FACT_KIND", "LESSON_HALF_LIVES", "LESSON_TYPES", "FACT_SCOPES", "WRITE_COLUMNS",
+    "MAX_TTL_SECONDS", "MAX_SUBJECT",
 ]
 
 
@@ -104,7 +105,7 @@ CONTENT_KEYS: tuple[str, ...] = ("content", "distillate", "text")
 WRITE_COLUMNS: tuple[str, ...] = (
     "tenant_id", "id", "scope", "kind", "content", "record", "embedding", "tags", "importance",
     "confidence", "origin", "source_adapter", "provenance", "injection_source",
-    "policy_fingerprint", "valid_from", "invalidated_at", "superseded_by", "embedder",
+    "policy_fingerprint", "valid_from", "invalidated_at", "superseded_by", "embedder", "ttl", "subject",
 )
 
 # -- limits ------------------------------------------------------------------------------------
@@ -128,6 +129,11 @@ MAX_TAGS = 64
 MAX_TAG = 100
 #: The most results one search returns.
 MAX_TOP_K = 1000
+#: The longest time-to-live a memory (or a tenant's retention policy) may name: 36,500 days, in
+#: seconds (the database refuses a longer one too, see pymem._memories_expiry).
+MAX_TTL_SECONDS = 36_500 * 86_400
+#: A subject key (the person a memory is about), in characters; the row keeps only its pseudonym.
+MAX_SUBJECT = 256
 #: Longest text query of recall, deliver and search-by-text (UTF-8 bytes): a query is a question, not
 #: a document; a longer one is refused (InvalidArguments) before it is embedded, never cut.
 MAX_QUERY_BYTES = 8192

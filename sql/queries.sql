@@ -122,29 +122,29 @@ alter role pymem_auditor login
 -- Insert memory rows, one VALUES row per memory; fails on an existing id
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
-values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder, ttl, subject)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s, %s, %s)
 returning m.id, m.revision
 
 -- name: upsert_memories --
 -- Insert or replace chunk rows, one VALUES row per memory; replaces only what a chunk determines
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
-values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder, ttl, subject)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s, %s, %s)
 on conflict (tenant_id, id) do update
    set scope = excluded.scope, content = excluded.content, record = excluded.record,
        embedding = excluded.embedding, origin = excluded.origin, provenance = excluded.provenance,
        injection_source = excluded.injection_source, source_adapter = excluded.source_adapter,
-       embedder = excluded.embedder
+       embedder = excluded.embedder, ttl = excluded.ttl, subject = excluded.subject
 returning m.id, m.revision
 
 -- name: replace_memories --
 -- Insert or replace whole memory rows, one VALUES row per memory; every column a row determines is replaced
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
-values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder, ttl, subject)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), %s, %s, %s, %s, %s)
 on conflict (tenant_id, id) do update
    set scope = excluded.scope, kind = excluded.kind, content = excluded.content, record = excluded.record,
        embedding = excluded.embedding, tags = excluded.tags, importance = excluded.importance,
@@ -152,38 +152,43 @@ on conflict (tenant_id, id) do update
        provenance = excluded.provenance, injection_source = excluded.injection_source,
        policy_fingerprint = excluded.policy_fingerprint, valid_from = excluded.valid_from,
        invalidated_at = excluded.invalidated_at, superseded_by = excluded.superseded_by,
-       embedder = excluded.embedder
+       embedder = excluded.embedder, ttl = excluded.ttl, subject = excluded.subject
 returning m.id, m.revision
 
 -- name: create_stage --
 -- A session-local staging table for one bulk write, with the write columns' own types (read from pymem.memories, so no type name is looked up); dropped at commit
 create temp table pymem_stage on commit drop as
 select tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence, origin, source_adapter,
-       provenance, injection_source, policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder
+       provenance, injection_source, policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder, ttl,
+       subject
   from pymem.memories with no data
 
 -- name: copy_stage --
 -- Binary COPY of a batch of memory rows into the staging table (the write columns, in order)
 copy pg_temp.pymem_stage (tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence,
                           origin, source_adapter, provenance, injection_source, policy_fingerprint, valid_from,
-                          invalidated_at, superseded_by, embedder) from stdin (format binary)
+                          invalidated_at, superseded_by, embedder, ttl, subject) from stdin (format binary)
 
 -- name: upsert_from_stage --
 -- upsert_memories for every staged row in one statement: the caller's RLS, the triggers and one chain lock per tenant; rows are taken in id order (code points, as Python sorts them) so overlapping batches lock them in one order and queue instead of deadlocking
 insert into pymem.memories as m (tenant_id, id, scope, kind, content, record, embedding, tags, importance,
                                  confidence, origin, source_adapter, provenance, injection_source,
-                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder)
+                                 policy_fingerprint, valid_from, invalidated_at, superseded_by, embedder, ttl, subject)
 select s.tenant_id, s.id, s.scope, s.kind, s.content, s.record, s.embedding, s.tags, s.importance, s.confidence,
        s.origin, s.source_adapter, s.provenance, s.injection_source, s.policy_fingerprint,
-       coalesce(s.valid_from, now()), s.invalidated_at, s.superseded_by, s.embedder
+       coalesce(s.valid_from, now()), s.invalidated_at, s.superseded_by, s.embedder, s.ttl, s.subject
   from pg_temp.pymem_stage s
  order by s.id collate "C"
 on conflict (tenant_id, id) do update
    set scope = excluded.scope, content = excluded.content, record = excluded.record,
        embedding = excluded.embedding, origin = excluded.origin, provenance = excluded.provenance,
        injection_source = excluded.injection_source, source_adapter = excluded.source_adapter,
-       embedder = excluded.embedder
+       embedder = excluded.embedder, ttl = excluded.ttl, subject = excluded.subject
 returning m.id, m.revision
+
+-- name: reap_expired --
+-- Delete the context tenant's expired memories among the ids about to be written (%s ids), so the write inserts them afresh
+select pymem.reap_expired(%s)
 
 -- name: drop_stage --
 -- Drop the staging table once its rows are written (the next bulk write of the transaction makes its own)
@@ -480,10 +485,14 @@ select t.tenant_id, h.seq, h.chain_hash, coalesce(h.live_rows, 0)
 select id from pymem.memories where tenant_id = %s order by id offset %s limit 1
 
 -- name: ledger_bytes --
--- A tenant's ledger entries with seq in a range (tenant, low or NULL, low, high or NULL, high), each with the bytes its chain_hash covers (the database's encoding)
+-- A tenant's ledger entries with seq in a range (tenant, low or NULL, low, high or NULL, high), each with the bytes its chain_hash covers (the database's encoding; a pre-0013 entry's with its escrowed actor id), and for an erased person's pre-0013 entry its token and its bytes as it stays (checked against its erasure's seal)
 select l.seq, l.event, l.memory_id, l.revision, l.content_hash, l.hash_version, l.prev_hash, l.chain_hash,
-       case l.hash_version when 2 then pymem._event_bytes_v2(l) when 1 then pymem._event_bytes_v1(l) end
+       case when l.actor like 'e:%%' then pymem._event_bytes_as(l, a.actor)
+            when l.hash_version = 2 then pymem._event_bytes_v2(l) when l.hash_version = 1 then pymem._event_bytes_v1(l) end,
+       case when l.actor like 'e:%%' and a.actor is null then substr(l.actor, 3) end,
+       case when l.actor like 'e:%%' and a.actor is null then pymem._event_bytes(l) end
   from pymem.ledger l
+  left join pymem.actor_pseudonyms a on a.tenant_id = l.tenant_id and l.actor like 'e:%%' and a.token = substr(l.actor, 3)
  where l.tenant_id = %s and (%s::bigint is null or l.seq >= %s) and (%s::bigint is null or l.seq <= %s)
  order by l.seq
 
@@ -511,12 +520,13 @@ select m.id from pymem.memories m
 -- ============================================================================================
 
 -- name: raw_ledger --
--- A tenant's ledger entries with seq in a range (tenant, low or NULL, low, high or NULL, high), in chain order, jsonb as text, for recomputing hashes outside the database
-select tenant_id, seq, event, memory_id, revision, content_hash, actor, adapter, details::text as details,
-       occurred_at, hash_version, prev_hash, chain_hash
-  from pymem.ledger
- where tenant_id = %s and (%s::bigint is null or seq >= %s) and (%s::bigint is null or seq <= %s)
- order by seq
+-- A tenant's ledger entries with seq in a range (tenant, low or NULL, low, high or NULL, high), in chain order, jsonb as text, with a pre-0013 entry's escrowed actor id, for recomputing hashes outside the database
+select l.tenant_id, l.seq, l.event, l.memory_id, l.revision, l.content_hash, l.actor, l.adapter,
+       l.details::text as details, l.occurred_at, l.hash_version, l.prev_hash, l.chain_hash, a.actor as escrowed_actor
+  from pymem.ledger l
+  left join pymem.actor_pseudonyms a on a.tenant_id = l.tenant_id and l.actor like 'e:%%' and a.token = substr(l.actor, 3)
+ where l.tenant_id = %s and (%s::bigint is null or l.seq >= %s) and (%s::bigint is null or l.seq <= %s)
+ order by l.seq
 
 -- name: raw_memories --
 -- A tenant's memory rows with ids in a range (tenant, low or NULL, low, high or NULL, high), jsonb and the vector as text (pgvector prints each float4 exactly)
@@ -843,3 +853,35 @@ select m.id, m.record, m.content, m.source_adapter, m.content_hash, m.created_at
 -- name: listen --
 -- Listen on a channel (a follower's own connection, never a pooled one)
 listen {channel}
+
+-- name: retention_policy --
+-- The context tenant's retention policy (%s tenant): default and maximum ttl, when and by whom it was set
+select default_ttl, max_ttl, set_at, set_by::text from pymem.retention_policies where tenant_id = %s
+
+-- name: set_retention --
+-- Set (or with NULL, NULL remove) the context tenant's default and maximum ttl (%s default, %s maximum); returns the retention.set event's seq
+select pymem.set_retention(%s::interval, %s::interval)
+
+-- name: purge_expired --
+-- Delete up to %s of the context tenant's expired memories this context may delete; returns how many
+select pymem.purge_expired(%s)
+
+-- name: purge_expired_all --
+-- Every tenant's expired memories (owner or superuser only): one row per tenant purged, at most %s rows each
+select tenant_id, purged from pymem.purge_expired_all(%s)
+
+-- name: refresh_expiry --
+-- Restart the clock of the context's live memories with these ids that have a ttl (%s tenant, %s ids): a write of the ttl they have
+update pymem.memories set ttl = ttl where tenant_id = %s and id = any(%s) and ttl is not null returning id
+
+-- name: erase_actor --
+-- Erase a person from the context tenant (%s actor id, %s reason): memories, idempotency records, the pseudonym's link
+select memories, idempotency_keys, ledger_entries, legacy_entries, seq from pymem.erase_actor(%s, %s)
+
+-- name: erasure_seals --
+-- The seals of a tenant's erasures of persons (%s tenant): pseudonym token, sealed pre-0013 entries and their digest, first per token
+select distinct on (details ->> 'pseudonym') details ->> 'pseudonym', (details ->> 'legacy_entries')::bigint,
+       details ->> 'legacy_seal'
+  from pymem.ledger
+ where tenant_id = %s and event = 'actor.erased' and details ->> 'pseudonym' is not null
+ order by details ->> 'pseudonym', seq

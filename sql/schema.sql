@@ -494,6 +494,9 @@ create table pymem.memories (
                             then record - '{embedding,vector}'::text[] end) stored,
   embedder text check (embedder <> '' and length(embedder) <= 100),
   search_text tsvector,
+  ttl interval,
+  expires_at timestamptz,
+  subject text,
   primary key (tenant_id, id),
   constraint memories_injection_source_rule
     check ((origin is not distinct from 'injected_context') = (injection_source is not null))
@@ -530,6 +533,9 @@ comment on column pymem.memories.content_hash is 'sha256 over the row''s hashed 
 comment on column pymem.memories.record_lite is 'The record without its embedding/vector keys, for records that carry one (NULL otherwise): what searches that return no vectors send back; kept by the database';
 comment on column pymem.memories.embedder is 'The embedder that computed this row''s vector from its content; NULL when the caller supplied the vector (or before migration 0011)';
 comment on column pymem.memories.search_text is 'The content as a tsvector in the store''s text-search configuration, plus one position-less lexeme naming the tenant (see pymem._tenant_lexeme); kept by the database';
+comment on column pymem.memories.ttl is 'The memory''s time-to-live as its writer named it (else the tenant''s default); the clock restarts at every write';
+comment on column pymem.memories.expires_at is 'When the memory expires: the database''s now() + ttl at the last write (NULL = never); expired rows are invisible to every read and deleted by pymem.purge_expired';
+comment on column pymem.memories.subject is 'Pseudonym (p:<token>) of the person the memory is about, from the subject key its writer set; pymem.erase_actor erases every memory about that person';
 comment on constraint memories_injection_source_rule on pymem.memories is 'injected_context needs its injection_source; any other origin must not carry one';
 
 -- HNSW for cosine search at scale; small row sets are searched exactly (see pymem.search).
@@ -799,6 +805,53 @@ comment on column pymem.installation_secrets.created_at is 'When it was made';
 insert into pymem.installation_secrets (name, secret)
   values ('fact_channels', decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex'));
 
+-- Retention and erasure of a person (migration 0013).
+
+-- A tenant's retention policy, set by its operator (pymem.set_retention): the expiry a memory
+-- gets when its writer names none, and the longest any writer may name. Writers never set an
+-- expiry time themselves: the database computes it from a ttl with its own clock.
+create table pymem.retention_policies (
+  tenant_id text primary key check (tenant_id <> '' and length(tenant_id) <= 200),
+  default_ttl interval check (default_ttl > interval '0'),
+  max_ttl interval check (max_ttl > interval '0'),
+  set_at timestamptz not null default now(),
+  set_by name not null default session_user,
+  constraint retention_policies_default_within_max check (default_ttl is null or max_ttl is null or default_ttl <= max_ttl)
+);
+comment on table pymem.retention_policies is 'Each tenant''s retention policy: the default and the maximum time-to-live of its memories; set by an operator through pymem.set_retention';
+comment on column pymem.retention_policies.tenant_id is 'The tenant the policy is for (RLS: a context reads only its own)';
+comment on column pymem.retention_policies.default_ttl is 'The ttl of a memory whose writer names none; NULL = such memories never expire (unless max_ttl is set)';
+comment on column pymem.retention_policies.max_ttl is 'The longest ttl any writer may name (a longer one is refused); NULL = no limit';
+comment on column pymem.retention_policies.set_at is 'When the policy was last set';
+comment on column pymem.retention_policies.set_by is 'The login that set it';
+comment on constraint retention_policies_default_within_max on pymem.retention_policies is 'The default never exceeds the maximum';
+
+-- Who did what is recorded under a pseudonym. The ledger (and a memory's subject key) hold
+-- 'p:' and 32 random hex digits, never the actor's own id; this table is the only link between
+-- the two, outside the hash chain. Erasing a person (pymem.erase_actor) deletes the link: the
+-- chain still verifies (it covers the pseudonym), and nothing left names the person. The token is
+-- random, not a keyed hash of the id, so no key survives from which it could be recomputed.
+create table pymem.actor_pseudonyms (
+  tenant_id text not null check (tenant_id <> '' and length(tenant_id) <= 200),
+  actor text not null check (actor <> '' and length(actor) <= 256),
+  token text not null check (token ~ '^[0-9a-f]{32}$'),
+  created_at timestamptz not null default now(),
+  primary key (tenant_id, actor)
+);
+comment on table pymem.actor_pseudonyms is 'The only link between an actor (or subject) id and the pseudonym the ledger and memories carry; deleted by pymem.erase_actor (crypto-shredding: the chain verifies without it)';
+comment on column pymem.actor_pseudonyms.tenant_id is 'Pseudonyms are per tenant: one person has unlinkable pseudonyms in two tenants';
+comment on column pymem.actor_pseudonyms.actor is 'The actor or subject id as the caller named it (often an e-mail address)';
+comment on column pymem.actor_pseudonyms.token is 'Random 128-bit token: ledger entries carry p:<token> (e:<token> for entries written before migration 0013, whose chain hash covers the id itself)';
+comment on column pymem.actor_pseudonyms.created_at is 'When the pseudonym was first needed';
+create unique index actor_pseudonyms_token on pymem.actor_pseudonyms (tenant_id, token);
+comment on index pymem.actor_pseudonyms_token is 'A pseudonym back to its actor (audit views, verification of pre-0013 entries)';
+
+-- Purges find a tenant's expired rows, and erasure a person's subject rows, without a scan.
+create index memories_tenant_expires on pymem.memories (tenant_id, expires_at) where expires_at is not null;
+comment on index pymem.memories_tenant_expires is 'A tenant''s memories that expire, soonest first (pymem.purge_expired)';
+create index memories_tenant_subject on pymem.memories (tenant_id, subject) where subject is not null;
+comment on index pymem.memories_tenant_subject is 'A tenant''s memories about one person (pymem.erase_actor)';
+
 -- ============================================================================================
 -- 5. row-level security
 -- ============================================================================================
@@ -824,8 +877,10 @@ create policy memories_read on pymem.memories for select
   using (tenant_id = (select pymem._ctx_tenant())
          and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
          and ((select pymem._ctx_read_adapters()) is null
-              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])));
-comment on policy memories_read on pymem.memories is 'Visible: own tenant, scope containing the context scope, adapter in the allow-list when one is set';
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[]))
+         -- retention: an expired row is gone for every reader
+         and (expires_at is null or expires_at > now()));
+comment on policy memories_read on pymem.memories is 'Visible: own tenant, scope containing the context scope, adapter in the allow-list when one is set, not expired';
 
 -- Writes carry the context's adapter: an agent connection cannot write an untagged (trusted) row
 -- nor one tagged as another adapter.
@@ -843,11 +898,13 @@ create policy memories_update on pymem.memories for update
          and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
          and ((select pymem._ctx_adapter()) is null or source_adapter = (select pymem._ctx_adapter()))
          and ((select pymem._ctx_read_adapters()) is null
-              or source_adapter = any ((select pymem._ctx_read_adapters())::text[])))
+              or source_adapter = any ((select pymem._ctx_read_adapters())::text[]))
+         -- retention: an expired row is never revived
+         and (expires_at is null or expires_at > now()))
   with check (tenant_id = (select pymem._ctx_tenant())
               and ((select pymem._ctx_scope() = '{}'::jsonb) or scope @> (select pymem._ctx_scope()))
               and source_adapter is not distinct from (select pymem._ctx_adapter()));
-comment on policy memories_update on pymem.memories is 'Updates own-adapter rows (operator: any) of the context tenant and scope that the read allow-list admits';
+comment on policy memories_update on pymem.memories is 'Updates own-adapter rows (operator: any) of the context tenant and scope that the read allow-list admits and that have not expired';
 
 create policy memories_delete on pymem.memories for delete
   using (tenant_id = (select pymem._ctx_tenant())
@@ -974,6 +1031,49 @@ create policy filing_locks_owner on pymem.filing_locks for all to pymem_owner
   using (tenant_id = (select pymem._ctx_tenant()))
   with check (tenant_id = (select pymem._ctx_tenant()));
 comment on policy filing_locks_owner on pymem.filing_locks is 'Only pymem.lock_for_filing (owner) creates and locks rows, and only the context tenant''s';
+
+-- Retention and erasure of a person (migration 0013).
+
+alter table pymem.retention_policies enable row level security;
+alter table pymem.retention_policies force row level security;
+create policy retention_policies_read on pymem.retention_policies for select
+  using (tenant_id = (select pymem._ctx_tenant()));
+comment on policy retention_policies_read on pymem.retention_policies is 'A context reads its own tenant''s policy (the expiry trigger applies it with the writer''s rights)';
+create policy retention_policies_owner on pymem.retention_policies for all to pymem_owner
+  using (tenant_id = (select pymem._ctx_tenant()))
+  with check (tenant_id = (select pymem._ctx_tenant()));
+comment on policy retention_policies_owner on pymem.retention_policies is 'Only pymem.set_retention (owner) writes a policy, and only the context tenant''s';
+
+alter table pymem.actor_pseudonyms enable row level security;
+alter table pymem.actor_pseudonyms force row level security;
+-- No role but the owner has any privilege on the table; the owner's definer functions read it
+-- (each checks who may learn a name), and add or delete only the context tenant's pseudonyms.
+create policy actor_pseudonyms_owner_read on pymem.actor_pseudonyms for select to pymem_owner using (true);
+comment on policy actor_pseudonyms_owner_read on pymem.actor_pseudonyms is 'The owner''s definer functions resolve pseudonyms (each checks the caller may: its own tenant, or an auditor)';
+create policy actor_pseudonyms_owner_add on pymem.actor_pseudonyms for insert to pymem_owner
+  with check (tenant_id = (select pymem._ctx_tenant()));
+comment on policy actor_pseudonyms_owner_add on pymem.actor_pseudonyms is 'Pseudonyms are made for the context tenant only (pymem._pseudonym)';
+create policy actor_pseudonyms_owner_shred on pymem.actor_pseudonyms for delete to pymem_owner
+  using (tenant_id = (select pymem._ctx_tenant()));
+comment on policy actor_pseudonyms_owner_shred on pymem.actor_pseudonyms is 'Only the context tenant''s pseudonyms are shredded (pymem.erase_actor)';
+
+-- The pseudonym links, for verification outside the database (pymem verify --independent reads
+-- tables, never functions): an auditor reads every tenant's, a whole-tenant context its own
+-- (what its ledger already named before pseudonyms).
+create policy actor_pseudonyms_audit on pymem.actor_pseudonyms for select to pymem_auditor using (true);
+comment on policy actor_pseudonyms_audit on pymem.actor_pseudonyms is 'Auditors resolve every tenant''s pseudonyms (verification of pre-0013 entries)';
+create policy actor_pseudonyms_context on pymem.actor_pseudonyms for select to pymem_app
+  using (tenant_id = (select pymem._ctx_tenant())
+         and (select pymem._ctx_scope() = '{}'::jsonb) and (select pymem._ctx_read_adapters()) is null);
+comment on policy actor_pseudonyms_context on pymem.actor_pseudonyms is 'A whole-tenant context resolves its own tenant''s pseudonyms (as its ledger named actors before)';
+
+-- pymem.erase_actor deletes a person's idempotency records whatever adapter wrote them.
+create policy idempotency_owner_read on pymem.idempotency_keys for select to pymem_owner
+  using (tenant_id = (select pymem._ctx_tenant()));
+comment on policy idempotency_owner_read on pymem.idempotency_keys is 'The owner''s definer functions see every adapter''s keys of the context tenant (pymem.erase_actor)';
+create policy idempotency_owner_erase on pymem.idempotency_keys for delete to pymem_owner
+  using (tenant_id = (select pymem._ctx_tenant()));
+comment on policy idempotency_owner_erase on pymem.idempotency_keys is 'pymem.erase_actor deletes a person''s keys of the context tenant, whatever adapter wrote them';
 
 -- ============================================================================================
 -- 6. triggers: revision, content hash, hash chain, append-only
@@ -1187,6 +1287,83 @@ create trigger memories_search_text
   for each row execute function pymem._memories_search_text();
 comment on trigger memories_search_text on pymem.memories is 'Keeps search_text in step with the content';
 
+-- Retention and erasure of a person (migration 0013).
+
+-- The expiry is the writer's (a ttl, or the tenant's default), but its time is the database's:
+-- expires_at is computed here from now() whatever the statement said, so a writer can neither
+-- backdate nor postdate it, nor name a ttl beyond the tenant's maximum. Not hashed (like
+-- updated_at, it is bookkeeping): expiry is enforced by the read policy and the purge.
+create function pymem._memories_expiry() returns trigger
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+  p pymem.retention_policies;
+begin
+  if tg_op = 'UPDATE' and new.erased_at is not null then
+    -- an erasure changes nothing but the content
+    new.ttl := old.ttl;
+    new.expires_at := old.expires_at;
+    return new;
+  end if;
+  if new.ttl is not null and (new.ttl <= interval '0' or new.ttl > interval '36500 days') then
+    raise exception 'pymem: a ttl must be positive and at most 36500 days' using errcode = '22015';
+  end if;
+  -- the writer's rights: a context reads its own tenant's policy
+  select r.* into p from pymem.retention_policies r where r.tenant_id = new.tenant_id;
+  if new.ttl is null then
+    new.ttl := coalesce(p.default_ttl, p.max_ttl);
+  elsif new.ttl > p.max_ttl then
+    if tg_op = 'UPDATE' and new.ttl = old.ttl then
+      -- a maximum lowered since the row was written: the row's next write honours it
+      new.ttl := p.max_ttl;
+    else
+      raise exception 'pymem: a ttl of % exceeds the tenant''s maximum of %', new.ttl, p.max_ttl
+        using errcode = '22015';
+    end if;
+  end if;
+  new.expires_at := now() + new.ttl;
+  return new;
+end
+$$;
+comment on function pymem._memories_expiry() is 'Sets ttl (the writer''s, else the tenant default, within its maximum) and expires_at = now() + ttl at every write; an erasure keeps them';
+
+create trigger memories_expiry
+  before insert or update on pymem.memories
+  for each row execute function pymem._memories_expiry();
+comment on trigger memories_expiry on pymem.memories is 'The database computes every expiry from a ttl with its own clock';
+
+-- A memory's subject key names a person; the row keeps only the person's pseudonym. Definer,
+-- because only the owner may make pseudonyms (pymem._pseudonym); a value that already is a
+-- pseudonym (an upsert's excluded row, a copy of another row) is kept as it is.
+create function pymem._memories_subject() returns trigger
+language plpgsql security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+  if new.subject is not null and new.subject !~ '^p:[0-9a-f]{32}$' then
+    if new.subject = '' or length(new.subject) > 256 or not pymem._is_plain_text(new.subject) then
+      raise exception 'pymem: a subject key must be 1-256 characters without control or format characters'
+        using errcode = '22023';
+    end if;
+    new.subject := pymem._pseudonym(new.tenant_id, new.subject);
+  end if;
+  return new;
+end
+$$;
+comment on function pymem._memories_subject() is 'Replaces a memory''s subject key by the person''s pseudonym (the row never holds the id itself)';
+
+create trigger memories_subject_insert
+  before insert on pymem.memories
+  for each row when (new.subject is not null)
+  execute function pymem._memories_subject();
+comment on trigger memories_subject_insert on pymem.memories is 'A memory about a person names their pseudonym';
+create trigger memories_subject_update
+  before update of subject on pymem.memories
+  for each row when (new.subject is distinct from old.subject and new.subject is not null)
+  execute function pymem._memories_subject();
+comment on trigger memories_subject_update on pymem.memories is 'Re-naming a memory''s subject names their pseudonym';
+
 create function pymem._event_bytes_v1(l pymem.ledger) returns bytea
 language plpgsql immutable parallel safe
 set search_path = pg_catalog, pg_temp
@@ -1233,6 +1410,75 @@ as $$
 $$;
 comment on function pymem._event_bytes(pymem.ledger) is 'The hashed field list of a ledger entry with the hash version it was written with (NULL for an unknown version)';
 
+-- Pseudonyms (migration 0013): what the ledger records as the actor, and a memory as its subject.
+
+create function pymem._pseudonym(p_tenant text, p_name text) returns text
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- p:<token> for a name in the context tenant, made on first use. Only the owner's definer
+-- functions call it (no grant): _append_events for every event's actor, the subject trigger.
+-- Random, not derived from the name: once pymem.erase_actor deletes the row, nothing can link
+-- the pseudonym back, nor recompute it from a guessed name.
+declare
+  v_token text;
+begin
+  if p_name is null then
+    return null;
+  end if;
+  if p_tenant is distinct from pymem._ctx_tenant() then
+    raise exception 'pymem: pseudonyms are made for the context tenant only' using errcode = '42501';
+  end if;
+  select a.token into v_token from pymem.actor_pseudonyms a where a.tenant_id = p_tenant and a.actor = p_name;
+  if v_token is null then
+    insert into pymem.actor_pseudonyms (tenant_id, actor, token)
+      values (p_tenant, p_name, replace(gen_random_uuid()::text, '-', ''))
+      on conflict (tenant_id, actor) do nothing;
+    select a.token into v_token from pymem.actor_pseudonyms a where a.tenant_id = p_tenant and a.actor = p_name;
+  end if;
+  return 'p:' || v_token;
+end
+$$;
+comment on function pymem._pseudonym(text, text) is 'The pseudonym (p:<random token>) of an actor or subject id in the context tenant, made on first use';
+
+create function pymem._actor_name(p_tenant text, p_pseudonym text) returns text
+language plpgsql stable security definer parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- What the audit views show as an event's actor: the id behind its pseudonym, to whoever may read
+-- that tenant's ledger (its own context, or an auditor); the pseudonym itself once the person
+-- was erased (or to anyone else).
+declare
+  v_actor text;
+begin
+  if p_pseudonym is null or p_pseudonym !~ '^[pe]:[0-9a-f]{32}$' then
+    return p_pseudonym;
+  end if;
+  if p_tenant is distinct from pymem._ctx_tenant()
+     and not pg_catalog.pg_has_role(session_user, 'pymem_auditor', 'MEMBER') then
+    return p_pseudonym;
+  end if;
+  select a.actor into v_actor from pymem.actor_pseudonyms a
+   where a.tenant_id = p_tenant and a.token = substr(p_pseudonym, 3);
+  return coalesce(v_actor, p_pseudonym);
+end
+$$;
+comment on function pymem._actor_name(text, text) is 'The actor id behind a ledger pseudonym, for its own tenant''s context or an auditor; the pseudonym once erased';
+
+create function pymem._event_bytes_as(l pymem.ledger, p_actor text) returns bytea
+language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- An entry written before migration 0013 carries e:<token> in its actor column, but its chain
+-- hash covers the actor's id itself (kept in pymem.actor_pseudonyms until the person is erased):
+-- its hashed bytes with that id put back.
+begin
+  l.actor := p_actor;
+  return case l.hash_version when 2 then pymem._event_bytes_v2(l) when 1 then pymem._event_bytes_v1(l) end;
+end
+$$;
+comment on function pymem._event_bytes_as(pymem.ledger, text) is 'The hashed bytes of a ledger entry with another actor (an escrowed pre-0013 entry''s own id put back)';
+
 -- A statement's events, before they get their place in the chain.
 create type pymem._pending_event as (
   tenant_id text,
@@ -1256,7 +1502,8 @@ as $$
 -- The events' time is read after the lock is held, so along a tenant's chain time never goes
 -- backwards, and an event placed after a checkpoint cannot claim to be older than it. Actor and
 -- adapter are read once per call (each read looks up the login's binding); each tenant's events
--- are written with one INSERT.
+-- are written with one INSERT. The actor is recorded as its pseudonym (pymem._pseudonym), never
+-- as the id itself, so erasing a person (pymem.erase_actor) leaves the chain intact.
 declare
   v_tenant text;
   v_head pymem.chain_heads;
@@ -1265,6 +1512,7 @@ declare
   v_live bigint;
   v_at timestamptz;
   v_actor text := pymem._ctx_actor();
+  v_pseudonym text;
   v_adapter text := pymem._ctx_adapter();
   e pymem._pending_event;
 begin
@@ -1279,6 +1527,7 @@ begin
         on conflict (tenant_id) do nothing;
       select * into v_head from pymem.chain_heads h where h.tenant_id = v_tenant for update;
     end if;
+    v_pseudonym := pymem._pseudonym(v_tenant, v_actor);
     v_at := clock_timestamp();
     v_live := 0;
     v_entries := '{}';
@@ -1289,7 +1538,7 @@ begin
       v_entry.memory_id := e.memory_id;
       v_entry.revision := e.revision;
       v_entry.content_hash := e.content_hash;
-      v_entry.actor := v_actor;
+      v_entry.actor := v_pseudonym;
       v_entry.adapter := v_adapter;
       v_entry.details := coalesce(e.details, '{}'::jsonb);
       v_entry.occurred_at := v_at;
@@ -1936,8 +2185,10 @@ as $$
 -- Walks each tenant's chain (contiguous seq, prev_hash linkage, recomputed chain_hash, head row)
 -- and re-hashes every live memory against its stored content_hash and its latest ledger event.
 -- Each entry is checked with its own hash_version, each row with the version of its latest
--- event (the version its hash was computed with). Returns one row per tenant; problem is NULL
--- when the tenant is clean, else the first fault.
+-- event (the version its hash was computed with). An entry written before migration 0013
+-- (actor e:<token>) is hashed with the id behind its pseudonym; once that person was erased, with
+-- the seal their erasure chained (step 1b). Returns one row per tenant; problem is NULL when the
+-- tenant is clean, else the first fault.
 declare
   v_ctx text := pymem._ctx_tenant();
   t record;
@@ -1983,15 +2234,45 @@ begin
                 else 'chain_hash does not match the entry''s fields' end as what
       into v_bad
       from (select l as entry, l.seq, l.memory_id, l.prev_hash, l.chain_hash, l.hash_version,
+                   l.actor like 'e:%' as escrowed, a.actor as escrowed_actor,
                    row_number() over (order by l.seq) as expected_seq,
                    coalesce(lag(l.chain_hash) over (order by l.seq), pymem._genesis_hash(l.tenant_id)) as expected_prev
-              from pymem.ledger l where l.tenant_id = t.tenant_id) c
+              from pymem.ledger l
+              left join pymem.actor_pseudonyms a
+                on a.tenant_id = l.tenant_id and l.actor like 'e:%' and a.token = substr(l.actor, 3)
+             where l.tenant_id = t.tenant_id) c
      where c.seq <> c.expected_seq or c.prev_hash <> c.expected_prev or c.hash_version not in (1, 2)
-        or c.chain_hash <> sha256(c.prev_hash || case c.hash_version when 2 then pymem._event_bytes_v2(c.entry)
-                                                                      else pymem._event_bytes_v1(c.entry) end)
+        or (not (c.escrowed and c.escrowed_actor is null)  -- an erased person's: step 1b
+            and c.chain_hash <> sha256(c.prev_hash || case when c.escrowed then pymem._event_bytes_as(c.entry, c.escrowed_actor)
+                                                           when c.hash_version = 2 then pymem._event_bytes_v2(c.entry)
+                                                           else pymem._event_bytes_v1(c.entry) end))
      order by c.seq limit 1;
     if found then
       bad_seq := v_bad.seq; bad_memory_id := v_bad.memory_id; problem := v_bad.what;
+      return next; continue;
+    end if;
+
+    -- 1b. an erased person's entries from before migration 0013 (e:<token> whose id is gone):
+    --     each as it stays, against the seal their erasure (actor.erased) chained
+    select s.first_seq into v_bad
+      from (select substr(l.actor, 3) as token, min(l.seq) as first_seq, count(*) as n,
+                   sha256(string_agg(int8send(l.seq) || sha256(l.prev_hash || pymem._event_bytes(l)), ''::bytea
+                                     order by l.seq)) as seal
+              from pymem.ledger l
+             where l.tenant_id = t.tenant_id and l.actor like 'e:%'
+               and not exists (select from pymem.actor_pseudonyms a
+                                where a.tenant_id = l.tenant_id and a.token = substr(l.actor, 3))
+             group by 1) s
+      left join lateral (select x.details from pymem.ledger x
+                          where x.tenant_id = t.tenant_id and x.event = 'actor.erased'
+                            and x.details ->> 'pseudonym' = s.token
+                          order by x.seq limit 1) er on true
+     where er.details is null or (er.details ->> 'legacy_seal') is distinct from encode(s.seal, 'hex')
+        or (er.details ->> 'legacy_entries')::bigint is distinct from s.n
+     order by s.first_seq limit 1;
+    if found then
+      bad_seq := v_bad.first_seq;
+      problem := 'entries of an erased actor do not match the seal of their erasure';
       return next; continue;
     end if;
 
@@ -2151,6 +2432,7 @@ begin
             from pymem.memories m
            where (m.scope || jsonb_object(array['', m.tenant_id])) @> v_key
              and m.erased_at is null
+             and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
              and (p_include_superseded or m.invalidated_at is null)
              and m.embedding is not null
              and (v_read is null or m.source_adapter = any (v_read))
@@ -2287,6 +2569,7 @@ begin
          and m.tenant_id = v_tenant
          and (m.scope || jsonb_object(array['', m.tenant_id])) @> v_key
          and m.erased_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (p_include_superseded or m.invalidated_at is null)
          and m.embedding is not null
          and (v_read is null or m.source_adapter = any (v_read))),
@@ -2862,7 +3145,9 @@ as $$
 declare
   v_count bigint;
 begin
-  delete from pymem.idempotency_keys k where k.tenant_id = pymem._ctx_tenant() and k.expires_at <= now();
+  -- the context's own adapter's keys (the owner's erasure policy would reach every adapter's)
+  delete from pymem.idempotency_keys k
+   where k.tenant_id = pymem._ctx_tenant() and k.adapter = coalesce(pymem._ctx_adapter(), '') and k.expires_at <= now();
   get diagnostics v_count = row_count;
   return v_count;
 end
@@ -2899,7 +3184,7 @@ comment on function pymem.holds_chain_lock(text) is 'Whether the calling transac
 -- policies already give each role exactly its rows (an auditor every tenant's, the app its
 -- context tenant's), so the view can never widen them.
 create view pymem.audit_refusals with (security_invoker = true) as
-  select l.tenant_id, l.seq, l.occurred_at, l.actor, l.adapter,
+  select l.tenant_id, l.seq, l.occurred_at, pymem._actor_name(l.tenant_id, l.actor) as actor, l.adapter,
          l.details ->> 'origin' as origin,
          l.details ->> 'tool' as tool,
          l.details ->> 'reason' as reason,
@@ -2920,7 +3205,8 @@ comment on view pymem.audit_refusals is 'Every admission refusal: who, which ori
 -- (the ledger's own rule), with provenance only for rows its scope and allow-list make visible. It selects no content, record or embedding column, and
 -- security_barrier keeps a caller's (possibly leaky) WHERE clause from running before that filter.
 create view pymem.memory_history with (security_barrier = true) as
-  select l.tenant_id, l.memory_id, l.seq, l.event, l.occurred_at, l.actor, l.adapter, l.revision,
+  select l.tenant_id, l.memory_id, l.seq, l.event, l.occurred_at, pymem._actor_name(l.tenant_id, l.actor) as actor,
+         l.adapter, l.revision,
          l.content_hash,
          m.origin, m.provenance, m.source_adapter, m.policy_fingerprint, m.confidence, m.injection_source,
          m.kind, m.created_at as memory_created_at, m.revision as current_revision,
@@ -3056,6 +3342,7 @@ begin
        where m.tenant_id = v_tenant
          and sha256(m.scope::text::bytea) = any (f.scope_keys) and m.scope = any (f.scopes)
          and 'hot' = any (m.tags) and m.erased_at is null and m.invalidated_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))
        order by m.created_at desc, m.id
        limit p_limit;
@@ -3067,6 +3354,7 @@ begin
         from pymem.memories m
        where m.tenant_id = v_tenant and m.scope = any (f.scopes)
          and 'hot' = any (m.tags) and m.erased_at is null and m.invalidated_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))
        order by m.created_at desc, m.id
        limit p_limit;
@@ -3143,6 +3431,7 @@ begin
         from pymem.memories m
        where m.tenant_id = v_tenant and m.scope = any (f.scopes)
          and m.erased_at is null and m.invalidated_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))
        order by m.embedding <=> p_query
        limit p_top_k)
@@ -3172,6 +3461,7 @@ begin
              where m.tenant_id = v_tenant
                and sha256(m.scope::text::bytea) = any (f.scope_keys) and m.scope = any (f.scopes)
                and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
+               and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
                and (v_read is null or m.source_adapter = any (v_read))
              order by 2, 1
              limit p_top_k) t
@@ -3249,6 +3539,7 @@ begin
                 where exists (select from pymem.memories m
                                where m.tenant_id = v_tenant and m.id = x.id and m.scope = any (f.scopes)
                                  and m.erased_at is null
+                                 and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
                                  and (v_read is null or m.source_adapter = any (v_read)))
                 order by x.i);
 end
@@ -3327,6 +3618,7 @@ begin
          and m.search_text @@ v_match
          and m.tenant_id = v_tenant and m.scope = any (f.scopes)
          and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))),
     lengths as (
       select avg(length(x.search_text))::double precision as avgdl from matched x),
@@ -3356,6 +3648,7 @@ begin
       from fused x
       join pymem.memories m on m.tenant_id = v_tenant and m.id = x.id
      where m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
+       and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
        and (v_read is null or m.source_adapter = any (v_read))
      order by x.fused desc, m.id
      limit p_top_k;
@@ -3618,7 +3911,7 @@ $$;
 -- Injection records, read back. Both views run with the caller's rights: the ledger's policies
 -- give an auditor every tenant's records and the app its context's (scope and allow-list).
 create view pymem.audit_injections with (security_invoker = true) as
-  select l.tenant_id, l.seq, l.occurred_at, l.actor, l.adapter,
+  select l.tenant_id, l.seq, l.occurred_at, pymem._actor_name(l.tenant_id, l.actor) as actor, l.adapter,
          l.details ->> 'session' as session_id,
          (l.details ->> 'turn')::integer as turn,
          array(select jsonb_array_elements_text(l.details -> 'memory_ids')) as memory_ids,
@@ -3718,7 +4011,9 @@ create view pymem.lessons with (security_invoker = true) as
          m.created_at, m.updated_at as filed_at, m.record - 'embedding' - 'vector' as record
     from pymem.memories m
    where m.kind = 'lesson' and m.erased_at is null and m.invalidated_at is null
-     and pymem.lesson_half_life(m.record ->> 'memory_type') is not null;
+     and pymem.lesson_half_life(m.record ->> 'memory_type') is not null
+     -- retention: not expired (pymem.session_lessons reads this view with the owner's rights)
+     and (m.expires_at is null or m.expires_at > now());
 comment on view pymem.lessons is 'Live lessons with their type, version and source task; filed_at is the last filing (a near-duplicate filing confirms a lesson again)';
 
 -- The rules: each receipt at its latest version, with its status.
@@ -3764,6 +4059,245 @@ end
 $$;
 comment on function pymem.register_signing_key(text) is 'Registers the installation''s public key if none is, confirms it if it is the same, refuses any other; the administrative connection only';
 
+-- Retention (migration 0013): the tenant's policy, and the purge of expired memories.
+
+create function pymem.set_retention(p_default_ttl interval, p_max_ttl interval) returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- An operator's act (an untagged, whole-tenant context: a login bound to an adapter always acts
+-- as it, so it is refused): the default and maximum ttl of the context tenant's memories, chained
+-- as retention.set. NULL and NULL removes the policy. Rows already written keep their expiry
+-- until their next write.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_entry pymem.ledger;
+begin
+  if v_tenant is null then
+    raise exception 'pymem: setting a retention policy needs a tenant context' using errcode = '22023';
+  end if;
+  if pymem._ctx_adapter() is not null then
+    raise exception 'pymem: a retention policy is set by the tenant''s operator, not by a context acting as adapter %',
+                    pymem._ctx_adapter() using errcode = '42501';
+  end if;
+  if pymem._ctx_scope() <> '{}'::jsonb or pymem._ctx_read_adapters() is not null then
+    raise exception 'pymem: a retention policy is the whole tenant''s: set it from a whole-tenant context (no scope, no read allow-list)'
+      using errcode = '42501';
+  end if;
+  if (p_default_ttl is not null and (p_default_ttl <= interval '0' or p_default_ttl > interval '36500 days'))
+     or (p_max_ttl is not null and (p_max_ttl <= interval '0' or p_max_ttl > interval '36500 days')) then
+    raise exception 'pymem: a default or maximum ttl must be positive and at most 36500 days' using errcode = '22015';
+  end if;
+  if p_default_ttl > p_max_ttl then
+    raise exception 'pymem: the default ttl must not exceed the maximum' using errcode = '22015';
+  end if;
+  if p_default_ttl is null and p_max_ttl is null then
+    delete from pymem.retention_policies r where r.tenant_id = v_tenant;
+  else
+    insert into pymem.retention_policies as r (tenant_id, default_ttl, max_ttl)
+      values (v_tenant, p_default_ttl, p_max_ttl)
+      on conflict (tenant_id) do update
+        set default_ttl = excluded.default_ttl, max_ttl = excluded.max_ttl, set_at = now(), set_by = session_user;
+  end if;
+  v_entry := pymem._append_events(
+    array[row(v_tenant, 'retention.set', null, null, null, 0,
+              jsonb_build_object('default_ttl_seconds', extract(epoch from p_default_ttl),
+                                 'max_ttl_seconds', extract(epoch from p_max_ttl)))::pymem._pending_event]);
+  return v_entry.seq;
+end
+$$;
+comment on function pymem.set_retention(interval, interval) is 'Sets (or with NULL, NULL removes) the context tenant''s default and maximum ttl; an operator''s act, chained as retention.set; returns its seq';
+
+create function pymem.reap_expired(p_ids text[]) returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- A write naming the id of an expired memory replaces it: the expired row, invisible to every
+-- read, is deleted first (a memory.delete event), so the write inserts afresh instead of meeting
+-- a row the read policy hides. Row-level security's delete policy decides which rows go (an
+-- adapter reaps only its own). One probe of the expiry index answers for a tenant with nothing
+-- expired.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_count integer;
+begin
+  if p_ids is null or cardinality(p_ids) > 10000 then
+    raise exception 'pymem: reap_expired takes a list of at most 10000 ids' using errcode = '22023';
+  end if;
+  if v_tenant is null
+     or not exists (select from pymem.memories m where m.tenant_id = v_tenant and m.expires_at <= now()) then
+    return 0;
+  end if;
+  delete from pymem.memories m where m.tenant_id = v_tenant and m.id = any (p_ids) and m.expires_at <= now();
+  get diagnostics v_count = row_count;
+  return v_count;
+end
+$$;
+comment on function pymem.reap_expired(text[]) is 'Deletes the context tenant''s expired memories among these ids (each a ledger event) before a write reuses them; RLS decides which';
+
+create function pymem.purge_expired(p_limit integer default 10000) returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- Deletes up to p_limit of the context tenant's expired memories, soonest expired first: each a
+-- memory.delete event (the chain keeps their content hashes, never their content), then one
+-- retention.purged event with the count. Row-level security decides which rows the context may
+-- delete (an adapter purges only its own); call it again while it returns p_limit.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_adapter text := pymem._ctx_adapter();
+  v_count bigint;
+begin
+  if v_tenant is null then
+    raise exception 'pymem: purging needs a tenant context' using errcode = '22023';
+  end if;
+  if p_limit is null or p_limit < 1 or p_limit > 100000 then
+    raise exception 'pymem: the purge limit must be between 1 and 100000' using errcode = '22023';
+  end if;
+  delete from pymem.memories m
+   where m.tenant_id = v_tenant
+     and m.id in (select x.id from pymem.memories x
+                   where x.tenant_id = v_tenant and x.expires_at <= now()
+                     and (v_adapter is null or x.source_adapter = v_adapter)
+                   order by x.expires_at, x.id
+                   limit p_limit);
+  get diagnostics v_count = row_count;
+  if v_count > 0 then
+    perform pymem._append_events(
+      array[row(v_tenant, 'retention.purged', null, null, null, 0,
+                jsonb_build_object('memories', v_count, 'source_adapter', v_adapter))::pymem._pending_event]);
+  end if;
+  return v_count;
+end
+$$;
+comment on function pymem.purge_expired(integer) is 'Deletes up to p_limit of the context tenant''s expired memories (chained memory.delete events and one retention.purged); returns how many';
+
+create function pymem.purge_expired_all(p_limit integer default 10000) returns table (tenant_id text, purged bigint)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- What a scheduler (pg_cron, say) calls: pymem.purge_expired for every tenant that has expired
+-- memories, each in an operator context of that tenant. No role is granted it: the owner and
+-- superusers only, and never a login bound to an adapter. The caller's own context is restored.
+#variable_conflict use_column
+declare
+  v_saved text[] := array[current_setting('pymem.tenant', true), current_setting('pymem.actor', true),
+                          current_setting('pymem.adapter', true), current_setting('pymem.scope', true),
+                          current_setting('pymem.read_adapters', true)];
+  v_tenant text;
+begin
+  if (pymem._login_binding()).role_name is not null or (pymem._login_binding()).tenants is not null then
+    raise exception 'pymem: a login bound to an adapter cannot purge every tenant' using errcode = '42501';
+  end if;
+  for v_tenant in select distinct m.tenant_id from pymem.memories m where m.expires_at <= now() order by 1 loop
+    perform set_config('pymem.tenant', v_tenant, true), set_config('pymem.actor', '', true),
+            set_config('pymem.adapter', '', true), set_config('pymem.scope', '{}', true),
+            set_config('pymem.read_adapters', '', true);
+    tenant_id := v_tenant;
+    purged := pymem.purge_expired(p_limit);
+    return next;
+  end loop;
+  perform set_config('pymem.tenant', coalesce(v_saved[1], ''), true), set_config('pymem.actor', coalesce(v_saved[2], ''), true),
+          set_config('pymem.adapter', coalesce(v_saved[3], ''), true), set_config('pymem.scope', coalesce(v_saved[4], ''), true),
+          set_config('pymem.read_adapters', coalesce(v_saved[5], ''), true);
+end
+$$;
+comment on function pymem.purge_expired_all(integer) is 'pymem.purge_expired for every tenant with expired memories, for a scheduler (owner and superusers only); one row per tenant purged';
+
+-- Erasure of a person (migration 0013).
+
+create function pymem.erase_actor(p_actor text, p_reason text)
+returns table (memories bigint, idempotency_keys bigint, ledger_entries bigint, legacy_entries bigint, seq bigint)
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- A data-subject request in the context tenant: every memory the person wrote (the ledger records
+-- who inserted or updated each, under their pseudonym) or that is about them (its subject key) is
+-- deleted, each a memory.delete event; their idempotency records (which name them in clear and
+-- are not chained) are deleted; and their pseudonym's link to their id is destroyed, so the
+-- ledger entries that stay name nobody, and the chain still verifies (it covers the pseudonym).
+-- Entries written before migration 0013 hash the id itself (e:<token>): they are checked now,
+-- while the id is known, and sealed (a digest of each as it stays) in the actor.erased event that
+-- closes the erasure; verification checks them against that seal from then on. An operator's act:
+-- an untagged, whole-tenant context, never a login bound to an adapter.
+#variable_conflict use_column
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_token text;
+  v_ids text[];
+  v_bad bigint;
+  v_seal bytea;
+  v_entry pymem.ledger;
+begin
+  perform pymem._check_erasure_reason(p_reason);
+  if v_tenant is null then
+    raise exception 'pymem: erasing a person needs a tenant context' using errcode = '22023';
+  end if;
+  if pymem._ctx_adapter() is not null then
+    raise exception 'pymem: erasing a person is the tenant operator''s act, not that of a context acting as adapter %',
+                    pymem._ctx_adapter() using errcode = '42501';
+  end if;
+  if pymem._ctx_scope() <> '{}'::jsonb or pymem._ctx_read_adapters() is not null then
+    raise exception 'pymem: erasing a person needs a whole-tenant context (no scope, no read allow-list)'
+      using errcode = '42501';
+  end if;
+  if p_actor is null or p_actor = '' or length(p_actor) > 256 or not pymem._is_plain_text(p_actor) then
+    raise exception 'pymem: the person to erase must be an id of 1-256 characters without control or format characters'
+      using errcode = '22023';
+  end if;
+  if p_actor = pymem._ctx_actor() then
+    raise exception 'pymem: a context cannot erase its own actor (the erasure event would name them again)'
+      using errcode = '22023';
+  end if;
+  if strpos(lower(p_reason), lower(p_actor)) > 0 then
+    raise exception 'pymem: the erasure reason must not name the person (it stays in the ledger)' using errcode = '22023';
+  end if;
+
+  delete from pymem.idempotency_keys k where k.tenant_id = v_tenant and k.actor = p_actor;
+  get diagnostics idempotency_keys = row_count;
+  memories := 0; ledger_entries := 0; legacy_entries := 0;
+
+  select a.token into v_token from pymem.actor_pseudonyms a where a.tenant_id = v_tenant and a.actor = p_actor;
+  if v_token is not null then
+    select array_agg(distinct l.memory_id) into v_ids
+      from pymem.ledger l
+     where l.tenant_id = v_tenant and l.actor in ('p:' || v_token, 'e:' || v_token)
+       and l.memory_id is not null and l.event in ('memory.insert', 'memory.update');
+    delete from pymem.memories m
+     where m.tenant_id = v_tenant and (m.id = any (coalesce(v_ids, '{}')) or m.subject = 'p:' || v_token);
+    get diagnostics memories = row_count;
+    select count(*) into ledger_entries
+      from pymem.ledger l where l.tenant_id = v_tenant and l.actor in ('p:' || v_token, 'e:' || v_token);
+
+    -- entries from before migration 0013: verified with the id while it is still known, then sealed
+    select l.seq into v_bad from pymem.ledger l
+     where l.tenant_id = v_tenant and l.actor = 'e:' || v_token
+       and l.chain_hash is distinct from sha256(l.prev_hash || pymem._event_bytes_as(l, p_actor))
+     order by l.seq limit 1;
+    if found then
+      raise exception 'pymem: ledger entry % of this person does not verify; run pymem verify before erasing', v_bad
+        using errcode = 'XX001';
+    end if;
+    select count(*), sha256(string_agg(int8send(l.seq) || sha256(l.prev_hash || pymem._event_bytes(l)), ''::bytea
+                                       order by l.seq))
+      into legacy_entries, v_seal
+      from pymem.ledger l where l.tenant_id = v_tenant and l.actor = 'e:' || v_token;
+
+    delete from pymem.actor_pseudonyms a where a.tenant_id = v_tenant and a.token = v_token;
+  end if;
+
+  v_entry := pymem._append_events(
+    array[row(v_tenant, 'actor.erased', null, null, null, 0,
+              jsonb_build_object('reason', p_reason, 'pseudonym', v_token, 'memories', memories,
+                                 'idempotency_keys', idempotency_keys, 'ledger_entries', ledger_entries,
+                                 'legacy_entries', legacy_entries,
+                                 'legacy_seal', encode(v_seal, 'hex')))::pymem._pending_event]);
+  seq := v_entry.seq;
+  return next;
+end
+$$;
+comment on function pymem.erase_actor(text, text) is 'Erases a person from the context tenant: their memories (written by or about them) and idempotency records deleted, their pseudonym unlinked; chained as actor.erased; the chain still verifies';
+
 reset role;
 
 -- ============================================================================================
@@ -3793,6 +4327,16 @@ grant update (scope, kind, content, record, embedding, tags, importance, confide
               erased_at)
   on pymem.memories to pymem_app;
 grant insert (embedder), update (embedder) on pymem.memories to pymem_app;
+-- retention and erasure of a person (migration 0013): the writer names a ttl and a subject key
+-- (the database computes expires_at and keeps the subject's pseudonym); operators set the
+-- tenant's policy, purge and erase a person through definer functions that check the context
+grant insert (ttl, subject), update (ttl, subject) on pymem.memories to pymem_app;
+grant select on pymem.retention_policies to pymem_app;
+grant select on pymem.actor_pseudonyms to pymem_app, pymem_auditor;
+grant execute on function pymem.set_retention(interval, interval), pymem.reap_expired(text[]),
+  pymem.purge_expired(integer), pymem.erase_actor(text, text) to pymem_app;
+grant execute on function pymem._actor_name(text, text), pymem._event_bytes_as(pymem.ledger, text)
+  to pymem_app, pymem_auditor;
 grant select on pymem.idempotency_keys to pymem_app;
 grant insert (tenant_id, verb, actor, key, digest, result, expires_at) on pymem.idempotency_keys to pymem_app;
 grant update (digest, result, created_at, expires_at) on pymem.idempotency_keys to pymem_app;

@@ -45,6 +45,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -56,7 +57,7 @@ from ..errors import AccessDenied, IncognitoSession, InvalidArguments, MemoryAdm
 from ..storage.chunks import first_present
 from ..storage.rows import operator_origin_refusal
 from ..storage.session_rows import session_row
-from ..storage.validate import check_id
+from ..storage.validate import check_id, check_subject, check_ttl
 from ..vocabulary import CONTENT_KEYS, ID_KEYS, MAX_RECORD_BYTES, VECTOR_KEYS, canonical_json
 from .judge import Decision, admitted_record, digest_of_arguments, judge
 from .policy import AdmissionPolicy, admission_policy_in_force
@@ -282,6 +283,7 @@ def screen(memories: Memories, record: Mapping[str, Any] | str, provenance: Prov
 
 def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
           policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
+          ttl: float | timedelta | None = None, subject: str | None = None,
           conn: psycopg.Connection | None = None) -> dict[str, Any]:
     """Judge `record` and write it, or audit the refusal and raise MemoryAdmissionError.
 
@@ -291,12 +293,19 @@ def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Prove
     the store's embedder, pymem.storage.embedding, when absent), `tags`, `kind`, `scope` (default: the
     context's), `importance` and `confidence` (a request; the policy caps it). Everything else is
     kept in the stored record. `policy` defaults to the store's policy in force (pymem.config).
+    `ttl` (seconds, or a timedelta) makes the memory expire that long after the write (None: the
+    tenant's default, pymem.storage.retention); `subject` names the person it is about, so erasing
+    that person (pymem.integrity.erase_actor) erases it.
 
     Returns the admitted record as written (a new dict, without vectors): the caller's fields
     plus `id`, `origin`, `provenance`, `confidence`, `policy_fingerprint` (and `injection_source`).
     With `conn`, the write joins the caller's transaction as a savepoint; a refusal's audit never
     does (see the module docstring).
     """
+    retention = {k: v for k, v in (("ttl", ttl), ("subject", subject)) if v is not None}
+    if retention:  # checked before anything is judged or audited
+        check_ttl(ttl)
+        check_subject(subject)
     screened = screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn)
-    memories.add([screened.row], conn=conn)  # an existing id: InvalidArguments (storage.rows)
+    memories.add([{**screened.row, **retention}], conn=conn)  # an existing id: InvalidArguments (storage.rows)
     return screened.record

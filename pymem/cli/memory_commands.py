@@ -176,6 +176,9 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
 @click.option("--kind", help="fact, preference, summary, lesson, ... [default: fact]")
 @click.option("--confidence", type=click.FloatRange(0, 1), help="Requested confidence; the policy caps it.")
 @click.option("--id", "memory_id", help="Memory id [default: generated].")
+@click.option("--ttl", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Expire it this long after the write (the database's clock) [default: the tenant's retention].")
+@click.option("--subject", help="Who it is about (a person's id): `pymem erase-actor` of that id erases it.")
 @click.option("--file", "file", type=click.File("r", encoding="utf-8"),
               help='JSON Lines of {"text", "origin", ...} objects ("-" for stdin), each judged on its own.')
 @context_options
@@ -185,8 +188,8 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
 @handle_errors
 def remember(text: str | None, origin: str | None, source: str | None, citation: str | None, session_id: str | None,
              run_id: str | None, turn: int | None, injection_source: str | None, tags: tuple[str, ...], hot: bool,
-             kind: str | None, confidence: float | None, memory_id: str | None, file: TextIO | None, ctx: Context,
-             as_json: bool) -> None:
+             kind: str | None, confidence: float | None, memory_id: str | None, ttl: float | None,
+             subject: str | None, file: TextIO | None, ctx: Context, as_json: bool) -> None:
     """Admit TEXT into long-term memory if its origin says it may, else refuse it.
 
     The admission policy (PYMEM_POLICY_FILE, PYMEM_INFERRED_CEILING, ...; see the README)
@@ -207,7 +210,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
         if text is not None:
             raise click.UsageError("give TEXT or --file, not both")
         if any(v is not None for v in (source, citation, session_id, run_id, turn, injection_source, kind,
-                                       confidence, memory_id)) or tags or hot:
+                                       confidence, memory_id, ttl, subject)) or tags or hot:
             raise click.UsageError("with --file, provenance and record fields come from each line")
         _remember_file(file, origin, ctx, as_json)
         return
@@ -227,7 +230,7 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
     with open_store() as store:
         memories = store.bind(ctx)
         try:
-            out = admit(memories, record, provenance, embedder=_embedder(store))
+            out = admit(memories, record, provenance, embedder=_embedder(store), ttl=ttl, subject=subject)
         except MemoryAdmissionError as exc:
             report_refusal(exc, as_json)
     if as_json:

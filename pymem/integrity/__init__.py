@@ -7,11 +7,13 @@ installation's Ed25519 key outside the database; checkpoints (`open_sink`, `File
 signed chain heads in an external sink and `audit_chain` checks the chain still extends them;
 `anchor_store` records a new one; `audit_chain(..., since_checkpoint=True)` verifies only what was
 written after each tenant's newest checkpoint (an `IncrementalReport`); receipts' signatures are
-checked as `ReceiptAudit` findings.
+checked as `ReceiptAudit` findings; `erase_actor` erases a person (the ledger names actors by
+pseudonyms whose link it destroys) and leaves the chain verifiable.
 """
 
 from .audit import HistoryEvent, Refusal, history, refusals
 from .checkpoints import Checkpoint, CheckpointReport, CheckpointSink, FileSink, open_sink
+from .erasure import ActorErasure, erase_actor
 from .evidence import AnchorResult, ChainAudit, anchor_store, audit_chain
 from .incremental import IncrementalReport
 from .independent import verify_independently
@@ -22,4 +24,4 @@ from .verify import TenantVerification, VerifyReport, verify_chain, verify_store
 __all__ = ["refusals", "history", "Refusal", "HistoryEvent", "verify_store", "verify_chain", "VerifyReport",
            "TenantVerification", "IncrementalReport", "verify_independently", "audit_chain", "ChainAudit",
            "anchor_store", "AnchorResult", "Checkpoint", "CheckpointReport", "CheckpointSink", "FileSink", "open_sink",
-           "ReceiptAudit", "ReceiptFinding", "load_or_create_key"]
+           "ReceiptAudit", "ReceiptFinding", "load_or_create_key", "erase_actor", "ActorErasure"]

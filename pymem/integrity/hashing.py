@@ -292,10 +292,34 @@ def chain_hash_of(prev_hash: bytes, entry: dict[str, Any]) -> bytes | None:
     return None
 
 
+def event_bytes_of(entry: dict[str, Any]) -> bytes | None:
+    """The bytes an entry's chain_hash covers, with the version it was written with; None for an
+    unknown version."""
+    version = entry["hash_version"]
+    if version == 2:
+        return event_bytes_v2(entry)
+    if version == 1:
+        return event_bytes(entry)
+    return None
+
+
+def seal(entries: Iterable[tuple[int, bytes]]) -> bytes:
+    """The seal of an erased person's pre-0013 entries (pymem.erase_actor): sha256 over, in seq
+    order, each entry's seq (int8, big-endian) and the sha256 of its prev_hash and its bytes as
+    they stay (`leaf`)."""
+    return hashlib.sha256(b"".join(struct.pack(">q", seq) + leaf for seq, leaf in sorted(entries))).digest()
+
+
+def leaf(prev_hash: bytes, data: bytes) -> bytes:
+    """One sealed entry's digest: sha256(prev_hash || its bytes as they stay)."""
+    return hashlib.sha256(bytes(prev_hash) + bytes(data)).digest()
+
+
 def content_hash_of(version: int, row: dict[str, Any]) -> bytes:
     """content_hash of a row with hash version `version` (1, else the current 2)."""
     return content_hash(row) if version == 1 else content_hash_v2(row)
 
 
 __all__ = ["Number", "parse_jsonb", "genesis_hash", "event_bytes", "chain_hash", "content_hash", "render_jsonb",
-           "vector_send", "content_hash_v2", "event_bytes_v2", "VERSIONS", "chain_hash_of", "content_hash_of"]
+           "vector_send", "content_hash_v2", "event_bytes_v2", "VERSIONS", "chain_hash_of", "content_hash_of",
+           "event_bytes_of", "seal", "leaf"]

@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from .. import queries
 from . import hashing
 from .reports import VerifyReport
-from .streamed import FETCH, Entry, Row, verify_streamed
+from .streamed import FETCH, Entry, Row, entry, verify_streamed
 
 
 def _stream(conn: psycopg.Connection, text: str, params: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
@@ -48,9 +48,14 @@ class PythonBytes:
     def entries(self, conn: psycopg.Connection, tenant: str, low: int | None, high: int | None) -> Iterator[Entry]:
         for e in _stream(conn, queries.query("raw_ledger"), (tenant, low, low, high, high)):
             prev = bytes(e["prev_hash"])
-            yield Entry(e["seq"], e["event"], e["memory_id"], e["revision"],
+            escrowed = e["actor"] is not None and e["actor"].startswith("e:")
+            token = e["actor"][2:] if escrowed and e["escrowed_actor"] is None else None
+            # a pre-0013 entry hashes its actor's id (escrowed); an erased person's, as it stays
+            hashed = dict(e, actor=e["escrowed_actor"]) if escrowed else e
+            data = hashing.event_bytes_of(hashed)
+            yield entry(e["seq"], e["event"], e["memory_id"], e["revision"],
                         None if e["content_hash"] is None else bytes(e["content_hash"]), e["hash_version"], prev,
-                        bytes(e["chain_hash"]), hashing.chain_hash_of(prev, e))
+                        bytes(e["chain_hash"]), data, token, hashing.event_bytes_of(e) if token else None)
 
     def rows(self, conn: psycopg.Connection, tenant: str, low: str | None, high: str | None) -> Iterator[Row]:
         return self._rows(_stream(conn, queries.query("raw_memories"), (tenant, low, low, high, high)))

@@ -23,6 +23,7 @@ function, so a function replaced inside the database cannot vouch for itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import queue
@@ -56,6 +57,7 @@ LEDGER_HASH = "content_hash differs from the latest ledger event"
 REVISION = "revision differs from the latest ledger event"
 HEAD = "chain head does not match the last ledger entry (entries removed or appended outside the chain)"
 MISSING = "memory is missing but its latest ledger event is not a delete (row deleted outside the chain)"
+SEAL = "entries of an erased actor do not match the seal of their erasure"
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,21 @@ class Entry:
     prev_hash: bytes
     chain_hash: bytes
     chain: bytes | None
+    #: An erased person's pre-0013 entry (its id is gone, so `chain` cannot be recomputed): its
+    #: pseudonym's token and its leaf, checked against the seal of the erasure (step 1b).
+    sealed: tuple[str, bytes] | None = None
+
+
+def entry(seq: int, event: str, memory_id: str | None, revision: int | None, content_hash: bytes | None,
+          version: int, prev: bytes, chain_hash: bytes, data: bytes | None, token: str | None,
+          stays: bytes | None) -> Entry:
+    """An Entry from an entry's fields and the bytes its hash covers (`data`); for a sealed entry
+    (`token`), its bytes as they stay (`stays`) make its leaf, and its chain_hash stands."""
+    if token is not None and stays is not None:
+        return Entry(seq, event, memory_id, revision, content_hash, version, prev, chain_hash, chain_hash,
+                     (token, hashing.leaf(prev, stays)))
+    return Entry(seq, event, memory_id, revision, content_hash, version, prev, chain_hash,
+                 None if data is None else hashlib.sha256(prev + data).digest())
 
 
 @dataclass(frozen=True)
@@ -92,10 +109,9 @@ class DatabaseBytes:
     name = "database"
 
     def entries(self, conn: psycopg.Connection, tenant: str, low: int | None, high: int | None) -> Iterator[Entry]:
-        for seq, event, mid, rev, content_hash, version, prev, chain, data in _stream(
+        for seq, event, mid, rev, content_hash, version, prev, chain, data, token, stays in _stream(
                 conn, queries.query("ledger_bytes"), (tenant, low, low, high, high)):
-            yield Entry(seq, event, mid, rev, content_hash, version, prev, chain,
-                        None if data is None else hashlib.sha256(prev + data).digest())
+            yield entry(seq, event, mid, rev, content_hash, version, prev, chain, data, token, stays)
 
     def rows(self, conn: psycopg.Connection, tenant: str, low: str | None, high: str | None) -> Iterator[Row]:
         return self._rows(_stream(conn, queries.query("memory_bytes"), (tenant, low, low, high, high)))
@@ -143,6 +159,7 @@ class _Part:
     last_event: dict[str, tuple[int, str, bytes | None, int | None, int]] = field(default_factory=dict)
     last_entry: Entry | None = None
     deferred: list[tuple[Row, tuple[Any, ...]]] = field(default_factory=list)
+    sealed: list[tuple[int, str, bytes]] = field(default_factory=list)
 
     def row_found(self, last: tuple[Any, ...] | None, memory_id: str, problem: str) -> None:
         seq = last[0] if last else None
@@ -166,11 +183,14 @@ class _Tenant:
     row_fault: tuple[Any, ...] | None = None  # (order key, last seq, memory id, problem)
     deferred: list[tuple[Row, tuple[Any, ...]]] = field(default_factory=list)
     pending: int = 0
+    sealed: list[tuple[int, str, bytes]] = field(default_factory=list)
+    seal_fault: tuple[Any, ...] | None = None  # (seq for ordering, bad seq, None, problem)
 
     def merge_ledger(self) -> None:
         """The ledger ranges, in seq order: later entries of a memory win."""
         for _, part in sorted(self.parts, key=lambda p: -1 if p[0] is None else p[0]):
             self.entries += part.count
+            self.sealed += part.sealed
             self.chain_fault = _first_fault(self.chain_fault, part.fault)
             self.last_event.update(part.last_event)
             if part.last_entry is not None and (self.head_seq is None or part.last_entry.seq > self.head_seq):
@@ -201,6 +221,8 @@ def _check_entries(name: str, entries: Iterator[Entry], low: int | None) -> _Par
         part.last_entry = e
         if e.memory_id is not None and e.event.startswith("memory."):
             part.last_event[e.memory_id] = (e.seq, e.event, e.content_hash, e.revision, e.hash_version)
+        if e.sealed is not None:
+            part.sealed.append((e.seq, *e.sealed))
         if part.fault is not None:
             continue
         if e.seq != expected_seq:
@@ -256,6 +278,8 @@ def _report(t: _Tenant, head: tuple[int, bytes] | None) -> TenantVerification:
 
     if t.chain_fault is not None:
         return report(*t.chain_fault[1:])
+    if t.seal_fault is not None:
+        return report(*t.seal_fault[1:])
     if (t.head_seq or 0) != (head[0] if head else 0) or (t.head_seq is not None and head_hash != t.last_chain):
         return report((t.head_seq or 0) + 1, None, HEAD)
     if t.row_fault is not None:
@@ -359,6 +383,8 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
                         continue
                     if kind == "ledger":
                         t.merge_ledger()
+                        if t.sealed and t.chain_fault is None:
+                            t.seal_fault = conns.run(functools.partial(_check_seals, t=t))
                         check_rows(t)
                         continue
                     t.merge_rows()
@@ -375,6 +401,20 @@ def verify_streamed(connect: Callable[[], Any], tenant: str | None, encoder: Any
     telemetry.count("pymem_verify_runs_total", mode="full", verifier=encoder.name,
                     result="clean" if report.clean else "tampered")
     return report
+
+
+def _check_seals(conn: psycopg.Connection, *, t: _Tenant) -> tuple[Any, ...] | None:
+    """Step 1b: an erased person's pre-0013 entries, token by token, against the seal their
+    erasure (an actor.erased event, itself checked in step 1) chained; the first failing token's
+    first entry, as pymem.verify_chain names it."""
+    seals = {token: (count, digest) for token, count, digest in
+             conn.execute(queries.query("erasure_seals"), (t.name,), prepare=False)}
+    groups: dict[str, list[tuple[int, bytes]]] = {}
+    for seq, token, leaf in t.sealed:
+        groups.setdefault(token, []).append((seq, leaf))
+    bad = [min(s for s, _ in entries) for token, entries in groups.items()
+           if seals.get(token) != (len(entries), hashing.seal(entries).hex())]
+    return (min(bad), min(bad), None, SEAL) if bad else None
 
 
 def _check_v1(t: _Tenant, encoder: Any, conn: psycopg.Connection, deferred: list[tuple[Row, tuple[Any, ...]]]) -> _Part:
@@ -400,4 +440,4 @@ def _id_ranges(conn: psycopg.Connection, tenant: str, rows: int) -> list[tuple[s
     return list(itertools.pairwise(bounds))
 
 
-__all__ = ["DatabaseBytes", "Entry", "Row", "verify_streamed", "RANGE"]
+__all__ = ["DatabaseBytes", "Entry", "Row", "entry", "verify_streamed", "RANGE"]

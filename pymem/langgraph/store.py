@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ from langgraph.store.base import (
     PutOp,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 from pgvector import Vector
 from psycopg.rows import class_row
@@ -58,9 +60,10 @@ from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..context import Context
 from ..errors import AccessDenied, InvalidArguments
 from ..storage.memories import Memories
+from ..storage.retention import purge_expired, refresh_expiry
 from ..storage.rows import MemoryRow, check_row, write_rows
 from ..storage.search import SearchHit, check_text_query, run_search
-from ..vocabulary import MAX_NAME, MAX_TOP_K, is_plain_text
+from ..vocabulary import MAX_NAME, MAX_TOP_K, MAX_TTL_SECONDS, is_plain_text
 from . import namespaces as ns
 from .filters import compile_filter
 from .indexing import Index, combine
@@ -83,6 +86,7 @@ class _Put:
     id: str
     texts: list[str] = field(default_factory=list)
     vector: list[float] | None = None
+    ttl: _dt.timedelta | None = None
 
 
 @dataclass
@@ -135,14 +139,22 @@ class PymemStore(BaseStore):
         store's own adapter must be trusted for its items to be returned; untagged rows are by default).
     hybrid: rank a search's query by its words as well as its vector (pymem.search's hybrid
         ranking; default True); False ranks by cosine alone, in LangGraph's own order.
+    ttl: LangGraph's TTLConfig ({"default_ttl": minutes, "refresh_on_read": bool,
+        "sweep_interval_minutes": minutes}). A put's ttl (minutes) becomes the memory's ttl; the
+        database dates its expiry with its own clock, within the tenant's maximum (pymem's
+        retention policy), and a put without one takes the tenant's default. An expired item is
+        gone from every read at once; `sweep_ttl` deletes the expired rows (pymem.purge_expired).
+        With a TTLConfig, a get or search with refresh_ttl restarts its items' clocks (a chained
+        write each); without one, refresh_ttl is ignored, as in LangGraph.
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(self, memories: Memories, *, index: Mapping[str, Any] | None = None, name: str = "default",
                  origin: str = "model_inferred", provenance: Provenance | Mapping[str, Any] | None = None,
                  gate: bool = True, policy: AdmissionPolicy | None = None,
-                 trust: AdapterTrustPolicy | None = None, hybrid: bool = True):
+                 trust: AdapterTrustPolicy | None = None, hybrid: bool = True,
+                 ttl: TTLConfig | None = None):
         if not isinstance(memories, Memories):
             raise InvalidArguments("PymemStore needs a bound Memories: store.bind(Context(tenant=...))")
         if not isinstance(name, str) or not name or len(name) > MAX_NAME or not is_plain_text(name) \
@@ -164,6 +176,7 @@ class PymemStore(BaseStore):
         if not isinstance(hybrid, bool):
             raise InvalidArguments("hybrid must be true or false")
         self.hybrid = hybrid
+        self.ttl_config = _ttl_config(ttl)
 
     @property
     def ctx(self) -> Context:
@@ -221,14 +234,13 @@ class PymemStore(BaseStore):
                 if op.value is not None and not isinstance(op.value, Mapping):
                     raise InvalidArguments(f"a put's value must be an object (or None to delete), "
                                            f"got {type(op.value).__name__}")
-                if op.ttl is not None:
-                    raise NotImplementedError("TTL is not supported by PymemStore; set ttl=None")
+                ttl = _minutes(op.ttl, "a put's ttl")
                 plan.first_touch.setdefault(namespace, i)
                 put = plan.puts.get((namespace, key))
                 if put is None:
-                    plan.puts[(namespace, key)] = _Put(i, op, ns.item_id(self.name, scope, namespace, key))
+                    plan.puts[(namespace, key)] = _Put(i, op, ns.item_id(self.name, scope, namespace, key), ttl=ttl)
                 else:  # the last write wins, in the place of the first (as LangGraph's in-memory store)
-                    put.op = op
+                    put.op, put.ttl = op, ttl
             else:
                 raise InvalidArguments(f"unknown store operation: {type(op).__name__}")
         if len(plan.puts) > MAX_PUTS:
@@ -272,6 +284,7 @@ class PymemStore(BaseStore):
 
     def _run_in(self, plan: _Plan, c: psycopg.Connection) -> list[Any]:
         results: list[Any] = [None] * len(plan.ops)
+        refresh: list[str] = []
         reader = self._reader() if plan.gets or plan.searches or plan.lists else None
         if plan.gets:
             ids = list(dict.fromkeys(item_id for _, _, item_id in plan.gets))
@@ -280,13 +293,20 @@ class PymemStore(BaseStore):
                 rows = cur.fetchall()
             assert reader is not None  # made above for a plan with reads
             found = {r["namespace_key"]: r for r in map(reader.own, rows) if r is not None}
-            for i, op, _ in plan.gets:
+            for i, op, item_id in plan.gets:
                 record = found.get((tuple(op.namespace), op.key))
                 results[i] = _item(record) if record is not None else None
+                if record is not None and op.refresh_ttl:
+                    refresh.append(item_id)
         for i, search, conditions in plan.searches:
             assert reader is not None
             results[i] = self._search(reader, search, conditions,
                                       plan.query_vectors.get(search.query) if search.query else None, c)
+            if search.refresh_ttl:
+                refresh += [ns.item_id(self.name, self.ctx.scope, tuple(x.namespace), x.key) for x in results[i]]
+        if refresh and self.ttl_config is not None:
+            # after every read of the batch, which saw the store as it was
+            refresh_expiry(self.memories, list(dict.fromkeys(refresh)), conn=c)
         for i, listing in plan.lists:
             assert reader is not None
             results[i] = self._list_namespaces(reader, listing, c)
@@ -406,6 +426,12 @@ class PymemStore(BaseStore):
             if rows:
                 write_rows(c, ctx, rows, replace=True, whole=True)
 
+    def sweep_ttl(self) -> int:
+        """Delete the expired memories this store's context may delete (pymem.purge_expired: each a
+        chained memory.delete event); returns how many. Expired items are already gone from every
+        read: sweeping only reclaims their rows."""
+        return purge_expired(self.memories)
+
     def _check_confinement(self, namespace: tuple[str, ...]) -> None:
         """A context whose scope names the store's axes may write only inside them."""
         axes = ns.namespace_scope(self.name, namespace)
@@ -427,7 +453,7 @@ class PymemStore(BaseStore):
             dim=self.memories.store.embedding_dim, max_content_bytes=settings.max_content_bytes,
             default_scope=self.ctx.scope, where="the put",
             id=put.id, scope={**self.ctx.scope, **ns.namespace_scope(self.name, namespace)}, kind=KIND,
-            content=_content(put.texts, settings.max_content_bytes), record=record, embedding=put.vector,
+            content=_content(put.texts, settings.max_content_bytes), record=record, embedding=put.vector, ttl=put.ttl,
             origin=provenance.origin.value, provenance=provenance.to_json(),
             injection_source=provenance.injection_source,
             confidence=decision.confidence if decision is not None else None,
@@ -451,6 +477,34 @@ def _namespace(namespace: Any, what: str, *, allow_empty: bool = False, writing:
     if writing and labels[0] == "langgraph":
         raise InvalidNamespaceError('the root label of a namespace cannot be "langgraph"')
     return labels
+
+
+def _minutes(value: Any, what: str) -> _dt.timedelta | None:
+    """LangGraph's ttl (minutes, a positive number) as a timedelta; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value * 60 <= MAX_TTL_SECONDS:
+        raise InvalidArguments(f"{what} must be a positive number of minutes, at most {MAX_TTL_SECONDS // 60} "
+                               "(or None)")
+    return _dt.timedelta(minutes=value)
+
+
+def _ttl_config(config: Any) -> TTLConfig | None:
+    """A checked TTLConfig: default_ttl (minutes) and sweep_interval_minutes positive or None,
+    refresh_on_read a bool; no other key."""
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise InvalidArguments(f"ttl must be a TTLConfig mapping, not {type(config).__name__}")
+    unknown = set(config) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
+    if unknown:
+        raise InvalidArguments(f"unknown TTLConfig keys: {', '.join(sorted(map(str, unknown)))}")
+    _minutes(config.get("default_ttl"), "default_ttl")
+    _minutes(config.get("sweep_interval_minutes"), "sweep_interval_minutes")
+    if not isinstance(config.get("refresh_on_read", True), bool):
+        raise InvalidArguments("refresh_on_read must be true or false")
+    return TTLConfig(**config)  # type: ignore[typeddict-item]
 
 
 def _key(key: Any) -> str:

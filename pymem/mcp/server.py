@@ -169,13 +169,14 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
     def remember_record(content: str, origin: str, source: str | None, citation: str | None,
                         session_id: str | None, run_id: str | None, turn: int | None, injection_source: str | None,
                         tags: list[str] | None, kind: str | None, confidence: float | None,
-                        id: str | None) -> dict[str, Any]:
+                        id: str | None, ttl: float | None = None, subject: str | None = None) -> dict[str, Any]:
         record = {k: v for k, v in (("content", content), ("tags", tags), ("kind", kind), ("confidence", confidence),
                                     ("id", id)) if v is not None}
         provenance = {k: v for k, v in (("origin", origin), ("source", source), ("citation", citation),
                                         ("session_id", session_id), ("run_id", run_id), ("turn", turn),
                                         ("injection_source", injection_source)) if v is not None}
-        return {"record": record, "provenance": provenance}
+        retention = {k: v for k, v in (("ttl", ttl), ("subject", subject)) if v is not None}
+        return {"record": record, "provenance": provenance, **retention}
 
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -192,7 +193,9 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
                  tags: Annotated[list[str] | None, _d("labels to find it by")] = None,
                  kind: Annotated[str | None, _d("what sort of memory: a lowercase word (default fact)")] = None,
                  confidence: Annotated[float | None, _d("how sure, 0 to 1 (capped by the origin's trust)")] = None,
-                 id: NewId = None) -> dict[str, Any]:
+                 id: NewId = None,
+                 ttl: Annotated[float | None, _d("seconds until it expires (default: the tenant's retention)")] = None,
+                 subject: Annotated[str | None, _d("the id of the person it is about")] = None) -> dict[str, Any]:
         """Keep a memory if its origin says it may be kept; a refusal names the reason.
 
         origin: user_asserted (the user said it), operator, model_inferred (you concluded it; believed
@@ -200,7 +203,7 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
         retrieved_content and unproven are never kept. Instruction-shaped text is refused.
         """
         args = remember_record(content, origin, source, citation, session_id, run_id, turn, injection_source,
-                               tags, kind, confidence, id)
+                               tags, kind, confidence, id, ttl, subject)
         return _admitted(run(ctx, "remember", args))
 
     @server.tool(name="recall", annotations=reads)

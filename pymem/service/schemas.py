@@ -22,9 +22,11 @@ from ..vocabulary import (
     MAX_IDEMPOTENCY_KEY,
     MAX_NAME,
     MAX_REFUSAL_REASON,
+    MAX_SUBJECT,
     MAX_TAG,
     MAX_TAGS,
     MAX_TOP_K,
+    MAX_TTL_SECONDS,
     ORIGINS,
     SURFACES,
 )
@@ -210,6 +212,10 @@ REMEMBER_ARGS: Schema = {
                "description": "the memory: its text, or an object with content (else distillate/text) and "
                               "optional id, tags, kind, scope, importance, confidence and other fields"},
     "provenance": PROVENANCE,
+    "ttl": nullable({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TTL_SECONDS,
+                     "description": "seconds until it expires (the database's clock); null: the tenant's retention"}),
+    "subject": nullable({"type": "string", "minLength": 1, "maxLength": MAX_SUBJECT,
+                         "description": "the id of the person it is about: erasing that person erases it"}),
 }
 RECALL_ARGS: Schema = {
     "query": {"anyOf": [{"type": "string", "minLength": 1}, VECTOR],

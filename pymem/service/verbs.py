@@ -67,8 +67,9 @@ class Verb:
     keyed: bool = False  # takes the envelope's idempotency_key, which is then required
 
 
-def _remember(mem: Memories, svc: Service, record: Any, provenance: Any) -> dict[str, Any]:
-    return admit(mem, record, provenance, embedder=svc.embedder)
+def _remember(mem: Memories, svc: Service, record: Any, provenance: Any, ttl: Any = None,
+              subject: Any = None) -> dict[str, Any]:
+    return admit(mem, record, provenance, embedder=svc.embedder, ttl=ttl, subject=subject)
 
 
 def _recall(mem: Memories, svc: Service, query: Any, top_k: int = 5, scope_filter: Any = None) -> dict[str, Any]:

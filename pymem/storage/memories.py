@@ -9,8 +9,10 @@ are never logged or put in error messages.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from datetime import timedelta
 from typing import Any, cast
 
 import psycopg
@@ -31,7 +33,7 @@ from .search import (
     run_search,
     search_chunks_as,
 )
-from .validate import check_embedding, check_id, check_ids
+from .validate import check_embedding, check_id, check_ids, check_subject, check_ttl
 
 __all__ = ["Memories", "check_records", "check_expected_revisions", "MAX_BATCH", "MAX_IDS", "MAX_LIST", "ROW_FIELDS"]
 
@@ -42,7 +44,7 @@ UPSERT_VERB = "upsert_many"
 #: The fields a caller may give `add` (the rest of a row is the database's or the context's).
 ROW_FIELDS = frozenset({"id", "scope", "kind", "content", "record", "embedding", "tags", "importance", "confidence",
                         "origin", "provenance", "injection_source", "policy_fingerprint", "valid_from",
-                        "invalidated_at", "superseded_by", "embedder"})
+                        "invalidated_at", "superseded_by", "embedder", "ttl", "subject"})
 
 
 class Memories:
@@ -94,22 +96,32 @@ class Memories:
 
     def upsert_many(self, records: Sequence[Mapping[str, Any]], *, idempotency_key: str,
                     expected_revisions: Mapping[str, int] | None = None, idempotency_class: str | None = None,
+                    ttl: float | timedelta | None = None, subject: str | None = None,
                     conn: psycopg.Connection | None = None) -> dict[str, Any]:
         """Store chunks verbatim, atomically: {"upserted": N, "replayed": bool}.
 
         Replay-or-conflict on (verb, actor, idempotency_key); expected_revisions {id: rev} (0 = must
         not exist) => RevisionMismatch and nothing written; idempotency_class "default" (24 h),
-        "short" (1 h) or "long" (30 days) sets how long the key is remembered.
+        "short" (1 h) or "long" (30 days) sets how long the key is remembered. ttl (seconds, or a
+        timedelta) makes every record expire that long after this write (None: the tenant's
+        default); subject names the person the records are about (pymem.integrity.erase_actor).
         """
         ctx, store = self.ctx, self.store
         key = idempotency.check_key(idempotency_key)
         lifetime = idempotency.ttl(idempotency_class)
+        expiry, about = check_ttl(ttl), check_subject(subject)
         rows = check_records(records, dim=store.embedding_dim, ctx=ctx,
                              max_content_bytes=store.settings.max_content_bytes)
+        if expiry is not None or about is not None:
+            rows = [dataclasses.replace(r, ttl=expiry, subject=about) for r in rows]
         expected = check_expected_revisions(expected_revisions, {r.id for r in rows})
         # One canonical JSON text per record serves both the digest and the jsonb parameter.
-        call_digest = idempotency.digest({"records": [r.record_text for r in rows],
-                                          "expected_revisions": expected or None})
+        call: dict[str, Any] = {"records": [r.record_text for r in rows], "expected_revisions": expected or None}
+        if expiry is not None:
+            call["ttl"] = expiry.total_seconds()
+        if about is not None:
+            call["subject"] = about
+        call_digest = idempotency.digest(call)
         result = {"upserted": len(rows)}
 
         with self._tx(conn) as c:

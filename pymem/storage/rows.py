@@ -19,7 +19,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -41,7 +41,16 @@ from ..vocabulary import (
     WRITE_COLUMNS,
     canonical_json,
 )
-from .validate import check_embedding, check_id, check_json, check_tags, check_text, check_unit
+from .validate import (
+    check_embedding,
+    check_id,
+    check_json,
+    check_subject,
+    check_tags,
+    check_text,
+    check_ttl,
+    check_unit,
+)
 
 __all__ = ["MemoryRow", "WRITE_COLUMNS", "WRITE_STATEMENTS", "check_write_statements", "ROWS_PER_STATEMENT",
            "STAGE_FROM", "check_row", "write_rows", "operator_origin_refusal"]
@@ -81,7 +90,7 @@ CONTEXT_COLUMNS = ("tenant_id", "source_adapter")
 #: The staging table's column types, for binary COPY (origin is a domain over text).
 _STAGE_TYPES = {"scope": "jsonb", "record": "jsonb", "provenance": "jsonb", "embedding": "vector", "tags": "text[]",
                 "importance": "float4", "confidence": "float4", "valid_from": "timestamptz",
-                "invalidated_at": "timestamptz"}
+                "invalidated_at": "timestamptz", "ttl": "interval"}
 
 _KIND = re.compile(KIND_PATTERN)
 
@@ -108,6 +117,8 @@ class MemoryRow:
     invalidated_at: Any = None
     superseded_by: str | None = None
     embedder: str | None = None  # the embedder that computed `embedding` from the content (None: the caller's vector)
+    ttl: timedelta | None = None  # the writer's time-to-live (None: the tenant's default); the database dates it
+    subject: str | None = None  # the person the memory is about (the database keeps their pseudonym)
 
     def params(self, ctx: Context) -> list[Any]:
         """The row's values in WRITE_COLUMNS order, each by its column's name."""
@@ -135,7 +146,8 @@ def check_row(*, dim: int, max_content_bytes: int, default_scope: Mapping[str, s
               record_vector_key: str | None = None, embedding: Any = None, tags: Any = None,
               importance: Any = None, confidence: Any = None, origin: Any = None, provenance: Any = None,
               injection_source: Any = None, policy_fingerprint: Any = None, valid_from: Any = None,
-              invalidated_at: Any = None, superseded_by: Any = None, embedder: Any = None) -> MemoryRow:
+              invalidated_at: Any = None, superseded_by: Any = None, embedder: Any = None, ttl: Any = None,
+              subject: Any = None) -> MemoryRow:
     """The one validator: a MemoryRow, or InvalidArguments naming `where` and the field (never
     echoing content or vector values). `record_vector_key` names a key of `record` already
     checked as `embedding` (a chunk keeps its vector inside its record)."""
@@ -191,6 +203,8 @@ def check_row(*, dim: int, max_content_bytes: int, default_scope: Mapping[str, s
         invalidated_at=invalidated_at,
         superseded_by=check_id(superseded_by, _at(where, "superseded_by")) if superseded_by else None,
         embedder=check_text(embedder, _at(where, "embedder"), max_bytes=100) if embedder is not None else None,
+        ttl=check_ttl(ttl, _at(where, "ttl")),
+        subject=check_subject(subject, _at(where, "subject")),
     )
 
 
@@ -221,6 +235,11 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
     if ctx.adapter is not None and any(_claims_operator(r) for r in rows):
         raise AccessDenied(operator_origin_refusal(ctx.adapter))
     rows = sorted(rows, key=lambda r: r.id)
+    if rows:
+        # An id whose row has expired is written afresh: the expired row (invisible to every read,
+        # and to the upsert's conflict check) is deleted first, as a chained event.
+        with conn.cursor() as cur:
+            cur.execute(queries.query("reap_expired"), ([r.id for r in rows],))
     if replace and not whole and len(rows) >= STAGE_FROM and all(_stageable(r) for r in rows):
         return _write_staged(conn, ctx, rows)
     name = ("replace_memories" if whole else "upsert_memories") if replace else "insert_memories"

@@ -7,11 +7,12 @@ vector values back.
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 from typing import Any, Literal, overload
 
 from ..context import check_scope
 from ..errors import InvalidArguments
-from ..vocabulary import MAX_ID, MAX_TAG, MAX_TAGS
+from ..vocabulary import MAX_ID, MAX_SUBJECT, MAX_TAG, MAX_TAGS, MAX_TTL_SECONDS, is_plain_text
 
 
 def check_vector(vector: Any, dim: int, what: str = "embedding") -> list[float]:
@@ -119,6 +120,32 @@ def check_unit(value: Any, what: str) -> float | None:
     if not 0 <= value <= 1:
         raise InvalidArguments(f"{what} must be between 0 and 1")
     return float(value)
+
+
+def check_ttl(value: Any, what: str = "ttl") -> timedelta | None:
+    """A time-to-live: seconds (a positive, finite number) or a timedelta, at most MAX_TTL_SECONDS;
+    None = the tenant's default. The database turns it into an expiry with its own clock."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidArguments(f"{what} must be a number of seconds (or a timedelta)")
+    else:
+        seconds = float(value)
+    if not 0 < seconds <= MAX_TTL_SECONDS:
+        raise InvalidArguments(f"{what} must be more than 0 seconds and at most {MAX_TTL_SECONDS} (36,500 days)")
+    return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
+
+
+def check_subject(value: Any, what: str = "subject") -> str | None:
+    """A subject key: the id of the person a memory is about (the row keeps only its pseudonym)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_SUBJECT or not is_plain_text(value):
+        raise InvalidArguments(f"{what} must be a string of 1 to {MAX_SUBJECT} characters without control "
+                               "or format characters")
+    return value
 
 
 def check_nonzero(vector: list[float], what: str) -> list[float]:

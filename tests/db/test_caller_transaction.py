@@ -28,6 +28,7 @@ from pymem import (
     start_session,
     supersede,
 )
+from pymem.admin import refresh_expiry, retention_policy, set_retention
 from pymem.admission import WriteGate
 from pymem.admission.gate import screen
 from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
@@ -42,7 +43,7 @@ from pymem.delivery import (
     session_injections,
 )
 from pymem.facts import publish, subscribe
-from pymem.integrity import history, refusals
+from pymem.integrity import erase_actor, history, refusals
 from pymem.lessons import deliver_with_lessons, file_lesson, lessons_for_task, list_lessons
 from pymem.storage.memories import Memories
 
@@ -97,6 +98,10 @@ def _verbs(repo) -> dict[str, Callable[[Memories, Any], Any]]:
         "check_conventions": lambda m, c: check_conventions(m, repo, conn=c),
         "publish": lambda m, c: publish(m, "build", "status", "green", "tenant", conn=c),
         "subscribe": lambda m, c: subscribe(m, "build", "tenant", conn=c),
+        "set_retention": lambda m, c: set_retention(m, default_ttl=3600, conn=c),
+        "retention_policy": lambda m, c: retention_policy(m, conn=c),
+        "refresh_expiry": lambda m, c: refresh_expiry(m, ["m-0"], conn=c),
+        "erase_actor": lambda m, c: erase_actor(m, "someone@example.com", "data subject request", conn=c),
     }
 
 

@@ -466,4 +466,7 @@ def test_revisions_through_the_python_path(store, database):
     assert row["revision"] == 3 and row["content"] == "hello again" and row["tags"] == ["a"]
     with database.admin() as conn:
         actors = conn.execute("select distinct actor from pymem.ledger").fetchall()
-    assert actors == [("u1",)]
+        named = conn.execute("select a.actor from pymem.actor_pseudonyms a join pymem.ledger l"
+                             " on 'p:' || a.token = l.actor and a.tenant_id = l.tenant_id group by 1").fetchall()
+    # the ledger records the actor under its pseudonym; the link table names them
+    assert len(actors) == 1 and actors[0][0].startswith("p:") and named == [("u1",)]

@@ -56,8 +56,12 @@ def admin_rows(database, sql, params=()):
 
 
 def refusal_events(database, tenant="acme"):
-    return admin_rows(database, "select seq, actor, adapter, details from pymem.ledger"
-                                " where tenant_id = %s and event = 'admission.refused' order by seq", (tenant,))
+    """The refusal events, each with the actor behind its pseudonym (the ledger stores p:<token>)."""
+    rows = admin_rows(database, "select seq, pymem._actor_name(tenant_id, actor), adapter, details, actor"
+                                " from pymem.ledger where tenant_id = %s and event = 'admission.refused' order by seq",
+                      (tenant,))
+    assert all(r[4] is None or r[4].startswith("p:") for r in rows)  # the id itself is never stored
+    return [r[:4] for r in rows]
 
 
 def chain_is_clean(store, tenant="acme") -> bool:

@@ -251,7 +251,8 @@ BAD_PUTS = {
     "a period in a label": PutOp(("u.v",), "k", {"v": 1}),
     "empty namespace": PutOp((), "k", {"v": 1}),
     "root label langgraph": PutOp(("langgraph",), "k", {"v": 1}),
-    "ttl": PutOp(("u",), "k", {"v": 1}, ttl=5),
+    "ttl not positive": PutOp(("u",), "k", {"v": 1}, ttl=-5),
+    "ttl not a number": PutOp(("u",), "k", {"v": 1}, ttl="5"),
     "index not a list": PutOp(("u",), "k", {"v": 1}, index="v"),
 }
 

@@ -227,7 +227,12 @@ APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "pur
                        # hybrid search's BM25 candidates (called by the invoker pymem.search): the same
                        "_text_candidates",
                        # the store's embedder: fills an empty record, or records what the rows already say
-                       "claim_embedder", "record_reembedded"}
+                       "claim_embedder", "record_reembedded",
+                       # retention and erasure of a person: each checks the context itself (an operator's
+                       # untagged whole-tenant context; RLS decides which expired rows a context deletes)
+                       "set_retention", "reap_expired", "purge_expired", "erase_actor",
+                       # the actor behind a ledger pseudonym, for its own tenant's context or an auditor
+                       "_actor_name"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):
@@ -244,7 +249,7 @@ def test_definer_functions_the_app_and_auditor_may_call(database):
     app_callable = {name for name, app, _, _ in rows if app}
     assert app_callable <= APP_DEFINER_ALLOWED, app_callable - APP_DEFINER_ALLOWED
     auditor_callable = {name for name, _, aud, _ in rows if aud}
-    assert auditor_callable <= {"verify_chain", "_login_binding"}, auditor_callable
+    assert auditor_callable <= {"verify_chain", "_login_binding", "_actor_name"}, auditor_callable
     for name, _, _, config in rows:
         # A definer function must pin its search_path, or a caller could shadow what it calls.
         assert config and any(c.startswith("search_path=") for c in config), name

@@ -92,9 +92,9 @@ def _drifted(name: str, old: str, new: str) -> dict[str, str]:
 @pytest.mark.parametrize("name, old, new", [
     ("copy_stage", "importance, confidence", "confidence, importance"),          # two columns swapped
     ("upsert_from_stage", "s.importance, s.confidence", "s.confidence, s.importance"),  # its SELECT list only
-    ("create_stage", ", embedder\n", "\n"),                                         # one column dropped
-    ("replace_memories", "superseded_by, embedder)", "superseded_by)"),
-    ("insert_memories", "coalesce(%s, now()), %s, %s, %s)", "%s, coalesce(%s, now()), %s, %s)"),  # default moved
+    ("create_stage", ", embedder, ttl,\n", ", ttl,\n"),                             # one column dropped
+    ("replace_memories", "superseded_by, embedder, ttl, subject)", "superseded_by, ttl, subject)"),
+    ("insert_memories", "coalesce(%s, now()), %s, %s, %s, %s, %s)", "%s, coalesce(%s, now()), %s, %s, %s, %s)"),  # default moved
 ])
 def test_a_drifted_write_statement_is_refused(name, old, new):
     from pymem.storage.rows import check_write_statements
