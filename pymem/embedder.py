@@ -389,11 +389,11 @@ class E5SmallEmbedder:
     #: unrelated turn score about 0.78), so the lexical embedder's 0.35 would keep everything.
     similarity_floor = 0.81
     #: Hybrid search's text weight for this embedder (pymem.embedder.hybrid_fusion_of): a memory
-    #: scores its cosine + 0.1 x its share of the query's best BM25 score. e5's cosines for one query
-    #: span about 0.1 between the best memory and the hundredth, so the best word match weighs
-    #: about as much as that spread. Chosen on LoCoMo's development half (pymem eval recall: the
-    #: middle of the plateau 0.08 to 0.15; each conversation held out, the other four pick 0.08 to
-    #: 0.15; README, "Recall on LoCoMo").
+    #: scores its cosine + 0.1 x its share of the query's best BM25 score. e5's cosines for one
+    #: question span about 0.06 from the best memory to the hundredth (LoCoMo, median), so the best
+    #: word match can lift a memory past most of them. Chosen on LoCoMo's development half (pymem
+    #: eval recall: the middle of the plateau 0.08 to 0.15; with each conversation held out, the
+    #: other four pick 0.08 to 0.15; docs/benchmarks.md, "Recall on LoCoMo").
     text_weight = 0.1
 
     def __repr__(self) -> str:

@@ -31,10 +31,13 @@ decides. Trust (step 1) and consistency (step 2) are checked on every call; a ca
 bypasses the cache (a guard is the caller's code, with state of its own).
 
 Hybrid: a text query is searched by its vector and its words together (pymem.search's hybrid
-ranking, full-text BM25 fused with cosine by reciprocal rank); a vector query by cosine alone.
+ranking, full-text BM25 fused with cosine as pymem.embedder.hybrid_fusion_of says for the
+store's embedder: by score, cosine + the embedder's text weight x the hit's share of the best
+BM25 score, that sum being the hit's score; or by reciprocal rank, the score staying the
+cosine); a vector query by cosine alone.
 
-The floor: hits whose cosine similarity to the query is below `floor` are dropped before they are
-judged (they are not relevant, so not withheld either): the same floor as deliver's, by default
+The floor: hits whose score is below `floor` are dropped before they are judged (they are not
+relevant, so not withheld either): the same floor as deliver's, by default
 the store settings' PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the store's embedder
 (pymem.embedder.similarity_floor_of), else DEFAULT_FLOOR.
 
