@@ -17,7 +17,12 @@ appended; the session's date as the memory's event time). Then, for every answer
 - ingest time and per-question query time (recall with its query embedding, and deliver);
 - the similarity floor checked on held-out conversations: for each conversation, the floor set
   from the other ones (the 1st percentile of their questions' best cosine) and the share of its
-  own questions that floor would leave without a memory.
+  own questions that floor would leave without a memory;
+- the hybrid text weight checked on held-out conversations (when the embedder fuses by score,
+  pymem.embedder.hybrid_fusion_of): recall's ranking replayed for each weight of TEXT_WEIGHTS
+  from the same cosines and the database's own BM25 scores (pymem._text_candidates); for each
+  conversation, the weight the other ones pick (best any@5 + any@10) and the any@5 / any@10 it
+  gives on it, beside the shipped weight's figures on all of them.
 
 The data is read from DIR (the development half lives outside the repository); nothing of it is
 copied into the project.
@@ -42,10 +47,12 @@ from pymem.errors import InvalidArguments, MemoryAdmissionError
 
 from .bench import scratch_database
 
-__all__ = ["load_locomo", "run", "format_report", "CATEGORIES", "KS"]
+__all__ = ["load_locomo", "run", "format_report", "CATEGORIES", "KS", "TEXT_WEIGHTS"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
+#: The text weights the held-out check replays (score fusion; see the module docstring).
+TEXT_WEIGHTS = (0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3)
 _WORD = re.compile(r"\w+")
 
 
@@ -141,9 +148,12 @@ class BM25:
         return [i for i in sorted(range(self.n), key=lambda i: -scores[i]) if scores[i] > 0]
 
 
-def _cosine_ranking(query: list[float], vectors: list[list[float]]) -> list[int]:
-    scores = [sum(a * b for a, b in zip(query, v, strict=False)) for v in vectors]
-    return sorted(range(len(vectors)), key=lambda i: -scores[i])
+def _cosines(query: list[float], vectors: list[list[float]]) -> list[float]:
+    return [sum(a * b for a, b in zip(query, v, strict=False)) for v in vectors]
+
+
+def _cosine_ranking(scores: list[float]) -> list[int]:
+    return sorted(range(len(scores)), key=lambda i: -scores[i])
 
 
 def _rrf(*rankings: list[int], k: float = 60.0) -> list[int]:
@@ -174,6 +184,57 @@ class _Tally:
         return {m: {key: round(sum(v) / len(v), 3) for key, v in sorted(d.items()) if v} for m, d in self.hits.items()}
 
 
+@dataclass(frozen=True)
+class _Replay:
+    """What recall's score fusion needs to rank one question again at another text weight: the
+    question's cosine to every memory, its BM25 scores (the database's), the floor, the evidence."""
+
+    cosines: list[float]
+    text: dict[int, float]
+    floor: float
+    evidence: set[str]
+    ids: list[str]
+
+    def hits(self, weight: float, k: int) -> bool:
+        """Whether recall's first k (top_k = k) hold an evidence turn at text `weight`: the vector
+        and the text rankings each cut at pymem.search's pool, fused by score, cut at the floor."""
+        from pymem.recall import candidate_count
+
+        pool = min(1000, max(4 * candidate_count(k), 50))
+        by_vector = sorted(range(len(self.cosines)), key=lambda i: (-self.cosines[i], self.ids[i]))[:pool]
+        by_text = sorted(self.text, key=lambda i: (-self.text[i], self.ids[i]))[:pool]
+        best = max((self.text[i] for i in by_text), default=0.0) or 1.0
+        score = {i: self.cosines[i] + weight * self.text.get(i, 0.0) / best for i in {*by_vector, *by_text}}
+        ranked = [i for i in sorted(score, key=lambda i: (-score[i], self.ids[i])) if score[i] >= self.floor]
+        return any(self.ids[i] in self.evidence for i in ranked[:k])
+
+
+def _held_out_text_weights(replays: dict[str, list[_Replay]], shipped: float) -> dict[str, Any]:
+    """For each conversation: the weight of TEXT_WEIGHTS the others pick (best any@5 + any@10) and
+    the any@5 / any@10 it gives on it; overall, those held-out figures and the shipped weight's."""
+    rate: dict[tuple[float, str, int], float] = {}
+    for w in {*TEXT_WEIGHTS, shipped}:
+        for name, questions in replays.items():
+            for k in KS:
+                rate[w, name, k] = sum(r.hits(w, k) for r in questions) / max(1, len(questions))
+    size = {name: len(questions) for name, questions in replays.items()}
+
+    def pooled(w: float, names: list[str], k: int) -> float:
+        return sum(rate[w, n, k] * size[n] for n in names) / max(1, sum(size[n] for n in names))
+
+    folds = {}
+    for name in replays:
+        rest = [n for n in replays if n != name]
+        pick = max(TEXT_WEIGHTS, key=lambda w: (sum(pooled(w, rest, k) for k in KS), -abs(w - shipped)))
+        folds[name] = {"weight": pick, **{f"any@{k}": round(rate[pick, name, k], 3) for k in KS}}
+    names = list(replays)
+    held_out = {f"any@{k}": round(sum(rate[folds[n]["weight"], n, k] * size[n] for n in names)
+                                  / max(1, sum(size.values())), 3) for k in KS}
+    return {"folds": folds, "held_out": held_out, "shipped": shipped,
+            "shipped_in_sample": {f"any@{k}": round(pooled(shipped, names, k), 3) for k in KS},
+            "by_weight": {str(w): {f"any@{k}": round(pooled(w, names, k), 3) for k in KS} for w in TEXT_WEIGHTS}}
+
+
 def _p50(values: list[float]) -> float | None:
     return round(statistics.median(values) * 1000, 1) if values else None
 
@@ -183,7 +244,8 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
     """Run the evaluation (see the module docstring) in a scratch database next to `store`;
     `limit` caps the questions per conversation (a quick look)."""
     from pymem import Provenance, admit, deliver, recall, start_session
-    from pymem.embedder import embed_query
+    from pymem.embedder import embed_query, hybrid_fusion_of
+    from pymem.recall import similarity_floor
 
     conversations = load_locomo(directory)
     config = type("Config", (), {"database": database, "dims": store.embedding_dim, "keep": keep})()
@@ -192,10 +254,13 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
                               "questions": 0, "deliver_evidence": 0, "deliver_empty": 0}
     times: dict[str, list[float]] = collections.defaultdict(list)
     best_cosine: dict[str, list[float]] = {}
+    replays: dict[str, list[_Replay]] = {}
     with scratch_database(store, config, progress) as scratch:
         evalstore = scratch.store
         embedder = evalstore.text_embedder()
         report["embedder"] = embedder.name
+        text_weight, rank_constant = hybrid_fusion_of(embedder)
+        floor = similarity_floor(embedder, evalstore.settings.environ)
         started = time.perf_counter()
         for conv in conversations:
             mem = evalstore.bind(Context(tenant=f"locomo-{conv.name}", actor="eval"))
@@ -233,6 +298,8 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
             questions = conv.questions[:limit] if limit else conv.questions
             progress(f"conversation {conv.name}: {len(questions)} questions")
             best_cosine[conv.name] = []
+            replays[conv.name] = []
+            position = {memory_id: n for n, memory_id in enumerate(ids)}
             for q in questions:
                 question, evidence, category = str(q["question"]), {str(e) for e in q["evidence"]}, int(q["category"])
                 report["questions"] += 1
@@ -250,9 +317,15 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
                 items = [i.id for i in delivered.items]
                 report["deliver_evidence"] += bool(set(items) & evidence)
                 report["deliver_empty"] += not items
-                cos = _cosine_ranking(qv, vectors)
-                best_cosine[conv.name].append(
-                    sum(a * b for a, b in zip(qv, vectors[cos[0]], strict=False)) if cos else -1.0)
+                cosines = _cosines(qv, vectors)
+                cos = _cosine_ranking(cosines)
+                best_cosine[conv.name].append(cosines[cos[0]] if cos else -1.0)
+                if rank_constant is None:  # score fusion: keep what replaying it at other weights needs
+                    with evalstore.transaction(mem.ctx) as c:
+                        text = c.execute("select id, score from pymem._text_candidates(%s, 1000, '{}'::jsonb, false)",
+                                         (question,)).fetchall()
+                    words = {position[i]: float(v) for i, v in text if i in position}
+                    replays[conv.name].append(_Replay(cosines, words, floor, evidence, ids))
                 bm = bm25.ranking(question)
                 tally.add("BM25", category, [ids[i] for i in bm], evidence)
                 tally.add("raw cosine", category, [ids[i] for i in cos], evidence)
@@ -263,6 +336,8 @@ def run(store: Any, directory: str | Path, *, database: str = "pymem_eval_recall
     report["table"] = tally.table()
     report["query_ms_p50"] = {name: _p50(v) for name, v in times.items()}
     report["floor"] = _held_out_floors(best_cosine, getattr(embedder, "similarity_floor", None))
+    if rank_constant is None and any(replays.values()):
+        report["text_weight"] = _held_out_text_weights(replays, text_weight)
     return report
 
 
@@ -312,4 +387,13 @@ def format_report(report: dict[str, Any]) -> str:
                      f"{fold['held_out_empty']:.3f} of its questions without a memory")
     if "shipped" in floor:
         lines.append(f"shipped floor {floor['shipped']}: {floor['shipped_empty']:.3f} of all questions below it")
+    weights = report.get("text_weight")
+    if weights:
+        for name, fold in weights["folds"].items():
+            lines.append(f"text weight held out on {name}: {fold['weight']} (picked by the others) gives any@5 "
+                         f"{fold['any@5']:.3f}, any@10 {fold['any@10']:.3f}")
+        lines.append(f"text weight: held out any@5 {weights['held_out']['any@5']:.3f} / any@10 "
+                     f"{weights['held_out']['any@10']:.3f}; shipped {weights['shipped']} on every conversation "
+                     f"(in sample) {weights['shipped_in_sample']['any@5']:.3f} / "
+                     f"{weights['shipped_in_sample']['any@10']:.3f} (replayed)")
     return "\n".join(lines)

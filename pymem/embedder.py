@@ -45,6 +45,8 @@ __all__ = [
     "default_embedder_name",
     "embed_query",
     "similarity_floor_of",
+    "hybrid_fusion_of",
+    "RANK_FUSION",
     "check_dimension",
     "DEFAULT_DIM",
     "MINILM_PACKAGE",
@@ -79,6 +81,23 @@ def similarity_floor_of(embedder: Embedder) -> float | None:
     """The similarity floor calibrated for `embedder` (its `similarity_floor`), None when it has none."""
     value = getattr(embedder, "similarity_floor", None)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+#: How hybrid search fuses for an embedder that names no text weight: by reciprocal rank, constant
+#: 10, the text ranking weighing as much as the vector one: (text weight, rank constant).
+RANK_FUSION: tuple[float, float | None] = (1.0, 10.0)
+
+
+def hybrid_fusion_of(embedder: Embedder | None) -> tuple[float, float | None]:
+    """How hybrid search fuses a text query's vector and word rankings for `embedder`: (text
+    weight, rank constant). An embedder that names its `text_weight` (calibrated on its cosine
+    scale) is fused by score, cosine similarity + text weight x the memory's share of the query's
+    best BM25 score: (its text_weight, None). Any other (or None) by reciprocal rank: RANK_FUSION.
+    The rank constant None is what pymem.search's p_rrf_k takes for "by score"."""
+    value = getattr(embedder, "text_weight", None) if embedder is not None else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value), None
+    return RANK_FUSION
 
 
 def _check_texts(texts: Any) -> list[str]:
@@ -369,6 +388,13 @@ class E5SmallEmbedder:
     #: question: 0.817 to 0.823), rounded down. e5's cosines sit in a narrow band (a question and an
     #: unrelated turn score about 0.78), so the lexical embedder's 0.35 would keep everything.
     similarity_floor = 0.81
+    #: Hybrid search's text weight for this embedder (pymem.embedder.hybrid_fusion_of): a memory
+    #: scores its cosine + 0.1 x its share of the query's best BM25 score. e5's cosines for one
+    #: question span about 0.06 from the best memory to the hundredth (LoCoMo, median), so the best
+    #: word match can lift a memory past most of them. Chosen on LoCoMo's development half (pymem
+    #: eval recall: the middle of the plateau 0.08 to 0.15; with each conversation held out, the
+    #: other four pick 0.08 to 0.15; docs/benchmarks.md, "Recall on LoCoMo").
+    text_weight = 0.1
 
     def __repr__(self) -> str:
         return f"E5SmallEmbedder(loaded={_e5_model is not None})"

@@ -31,10 +31,13 @@ decides. Trust (step 1) and consistency (step 2) are checked on every call; a ca
 bypasses the cache (a guard is the caller's code, with state of its own).
 
 Hybrid: a text query is searched by its vector and its words together (pymem.search's hybrid
-ranking, full-text BM25 fused with cosine by reciprocal rank); a vector query by cosine alone.
+ranking, full-text BM25 fused with cosine as pymem.embedder.hybrid_fusion_of says for the
+store's embedder: by score, cosine + the embedder's text weight x the hit's share of the best
+BM25 score, that sum being the hit's score; or by reciprocal rank, the score staying the
+cosine); a vector query by cosine alone.
 
-The floor: hits whose cosine similarity to the query is below `floor` are dropped before they are
-judged (they are not relevant, so not withheld either): the same floor as deliver's, by default
+The floor: hits whose score is below `floor` are dropped before they are judged (they are not
+relevant, so not withheld either): the same floor as deliver's, by default
 the store settings' PYMEM_SIMILARITY_FLOOR, else the floor calibrated for the store's embedder
 (pymem.embedder.similarity_floor_of), else DEFAULT_FLOOR.
 
@@ -63,7 +66,7 @@ from .admission.judge import rejudge
 from .admission.policy import AdmissionPolicy, admission_policy_in_force
 from .admission.trust import AdapterTrustPolicy, active_trust_policy
 from .config import environment
-from .embedder import Embedder, embed_query, similarity_floor_of
+from .embedder import RANK_FUSION, Embedder, embed_query, hybrid_fusion_of, similarity_floor_of
 from .errors import InvalidArguments
 from .storage import search as _search
 from .storage.as_of import check_as_of, search_rows_as_of
@@ -365,12 +368,13 @@ was believed then (default: now). `policy` and `trust`: default the store's
         floor = similarity_floor(store.text_embedder(embedder) if isinstance(query, str) or embedder is not None
                                  else _recorded_embedder(store), store.settings.environ)
     text = query if isinstance(query, str) and hybrid and as_of is None else None
+    fusion = hybrid_fusion_of(store.text_embedder(embedder)) if text is not None else RANK_FUSION
 
     def search(c: psycopg.Connection, fetch: int) -> list[SearchHit]:
         if as_of is not None:
             return search_rows_as_of(c, memories.ctx, vector, fetch, as_of, scope_filter, dim=store.embedding_dim)
         return _search.search_rows(c, memories.ctx, vector, fetch, scope_filter, dim=store.embedding_dim,
-                                   with_vectors=False, text=text)
+                                   with_vectors=False, text=text, fusion=fusion)
 
     # every round of the search in one transaction, on one connection (one snapshot on pymem's own)
     with store.transaction(memories.ctx, conn, snapshot=True) as c:
@@ -403,9 +407,10 @@ def recall_session(memories: Memories, session_id: str, query: str | Sequence[fl
         floor = similarity_floor(store.text_embedder(embedder) if isinstance(query, str) or embedder is not None
                                  else _recorded_embedder(store), store.settings.environ)
     text = query if isinstance(query, str) and hybrid else None
+    fusion = hybrid_fusion_of(store.text_embedder(embedder)) if text is not None else RANK_FUSION
     with store.transaction(memories.ctx, conn, snapshot=True) as c:
-        return _judged(lambda fetch: _search.session_search_rows(c, session_id, vector, fetch, text=text), top_k,
-                       floor, policy, trust, guard)
+        return _judged(lambda fetch: _search.session_search_rows(c, session_id, vector, fetch, text=text,
+                                                                 fusion=fusion), top_k, floor, policy, trust, guard)
 
 
 def _judged(rows_for: Callable[[int], list[SearchHit]], top_k: int, floor: float, policy: AdmissionPolicy,

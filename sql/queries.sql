@@ -261,9 +261,9 @@ select id, record, content, scope, kind, tags, origin, provenance, injection_sou
  order by tenant_id, id
 
 -- name: search --
--- Cosine search in the transaction's context (query, top_k, scope filter, superseded, vectors, plan, query text: hybrid when not NULL)
+-- Cosine search in the transaction's context (query, top_k, scope filter, superseded, vectors, plan, query text: hybrid when not NULL, text weight, rank constant: NULL fuses by score)
 select * from pymem.search(p_query => %s, p_top_k => %s, p_scope_filter => %s, p_include_superseded => %s,
-                           p_with_vectors => %s, p_plan => %s, p_text => %s)
+                           p_with_vectors => %s, p_plan => %s, p_text => %s, p_text_weight => %s, p_rrf_k => %s)
 
 -- name: claim_embedder --
 -- Record the store's embedder if none is (name, dimension); returns the recorded one
@@ -663,8 +663,9 @@ select * from pymem.session_hot(%s, %s)
 select * from pymem.session_search(p_session => %s, p_query => %s, p_top_k => %s, p_plan => %s)
 
 -- name: session_search_hybrid --
--- Hybrid search over the memories a session receives: the vector ranking fused with the query text's (session, query, text, top_k, plan)
-select * from pymem.session_search_hybrid(p_session => %s, p_query => %s, p_text => %s, p_top_k => %s, p_plan => %s)
+-- Hybrid search over the memories a session receives: the vector ranking fused with the query text's (session, query, text, top_k, plan, text weight, rank constant: NULL fuses by score)
+select * from pymem.session_search_hybrid(p_session => %s, p_query => %s, p_text => %s, p_top_k => %s, p_plan => %s,
+                                          p_text_weight => %s, p_rrf_k => %s)
 
 -- name: session_receives --
 -- Which of these ids are live memories the session receives, in order (%s session, %s ids)

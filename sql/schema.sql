@@ -2611,18 +2611,23 @@ set search_path = pg_catalog, pg_temp
 as $$
 -- pymem.search with a query text: the vector ranking (pymem.search itself, so the same plans,
 -- scope handling and complete top_k) and the BM25 ranking (pymem._text_candidates) of the same
--- context, each cut at v_pool rows, fused by reciprocal rank: a row scores
--- 1 / (p_rrf_k + its vector rank) + p_text_weight / (p_rrf_k + its text rank) (ranks from 1; a
--- ranking it is absent from adds nothing). The p_top_k best come back in that order, each with its
--- cosine similarity as score, read back under the caller's row-level security. The vector ranking
--- alone returns min(p_top_k, the rows in play) rows, so the fused result is as complete.
+-- context, each cut at v_pool rows, fused in one of two ways:
+-- * by score (p_rrf_k NULL): a row scores its cosine similarity + p_text_weight x its BM25 score
+--   over the best BM25 score of the query (so the best word match gains p_text_weight, a row
+--   matching no word nothing); that fused score is the row's score. It needs p_text_weight on the
+--   embedder's cosine scale (the library passes the one calibrated for its embedder).
+-- * by reciprocal rank (p_rrf_k given): 1 / (p_rrf_k + its vector rank) + p_text_weight /
+--   (p_rrf_k + its text rank) (ranks from 1; a ranking it is absent from adds nothing); the score
+--   is the cosine similarity.
+-- The p_top_k best come back in fused order, read back under the caller's row-level security. The
+-- vector ranking alone returns min(p_top_k, the rows in play) rows, so the fused result is as complete.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_pool integer := least(1000, greatest(4 * p_top_k, 50));
   v_any_scope boolean := p_scope_filter = '{}'::jsonb;
 begin
   if p_text_weight is null or p_text_weight < 0 or p_text_weight = 'Infinity'::double precision
-     or p_rrf_k is null or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
+     or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
     raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
   end if;
   if v_tenant is null then
@@ -2634,25 +2639,28 @@ begin
         from pymem.search(p_query, v_pool, p_scope_filter, p_include_superseded, false, p_plan,
                           p_exact_below, p_ef_search, p_max_scan_tuples) h),
     txt as (
-      select c.id, row_number() over (order by c.score desc, c.id) as r
+      select c.id, row_number() over (order by c.score desc, c.id) as r,
+             c.score / nullif(max(c.score) over (), 0) as share  -- of the best word match
         from pymem._text_candidates(p_text, v_pool, p_scope_filter, p_include_superseded) c),
     fused as (
-      select coalesce(v.id, t.id) as id,
-             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as fused
+      select coalesce(v.id, t.id) as id, coalesce(t.share, 0) as share,
+             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as by_rank
         from vec v full join txt t on t.id = v.id)
     select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
            m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
-           m.injection_source, m.policy_fingerprint, m.created_at, m.revision, 1 - (m.embedding <=> p_query)
+           m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+           case when p_rrf_k is null then s.cosine + p_text_weight * f.share else s.cosine end
       from fused f
       join pymem.memories m on m.tenant_id = v_tenant and m.id = f.id
+      cross join lateral (select 1 - (m.embedding <=> p_query) as cosine) s
      where m.erased_at is null
        and (p_include_superseded or m.invalidated_at is null)
        and (v_any_scope or m.scope @> p_scope_filter)
-     order by f.fused desc, m.id
+     order by case when p_rrf_k is null then s.cosine + p_text_weight * f.share else f.by_rank end desc, m.id
      limit p_top_k;
 end
 $$;
-comment on function pymem._search_hybrid(vector, text, integer, jsonb, boolean, boolean, text, bigint, integer, integer, double precision, double precision) is 'Hybrid search: pymem.search''s vector ranking and the BM25 ranking fused by reciprocal rank, under the caller''s RLS';
+comment on function pymem._search_hybrid(vector, text, integer, jsonb, boolean, boolean, text, bigint, integer, integer, double precision, double precision) is 'Hybrid search: pymem.search''s vector ranking and the BM25 ranking fused by score (p_rrf_k NULL) or by reciprocal rank, under the caller''s RLS';
 
 create function pymem.search(
   p_query vector,
@@ -3569,10 +3577,12 @@ as $$
 -- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:
 -- the vector ranking (pymem.session_search itself, so the same plans and rule) and a BM25
 -- ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates) over the same
--- rows, each cut at v_pool rows, fused by reciprocal rank: 1 / (p_rrf_k + vector rank) +
--- p_text_weight / (p_rrf_k + text rank). The p_top_k best come back in that order, each with its
--- cosine similarity as score: what a delivery recalls. What the session receives stays decided by
--- pymem._session_scopes (its scope and its ancestors, within the read allow-list); the text
+-- rows, each cut at v_pool rows, fused by score when p_rrf_k is NULL (cosine similarity +
+-- p_text_weight x BM25 / the query's best BM25; that sum is the score) or else by reciprocal
+-- rank (1 / (p_rrf_k + vector rank) + p_text_weight / (p_rrf_k + text rank); the score is the
+-- cosine similarity). The p_top_k best come back in that order: what a delivery recalls. What
+-- the session receives stays decided by pymem._session_scopes (its scope and its ancestors,
+-- within the read allow-list); the text
 -- ranking's document frequencies and lengths are counted over those rows only. Definer for the
 -- reason pymem.session_hot is (and the text match, not leakproof, uses the GIN index only so).
 declare
@@ -3588,7 +3598,7 @@ begin
     raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
   end if;
   if p_text_weight is null or p_text_weight < 0 or p_text_weight = 'Infinity'::double precision
-     or p_rrf_k is null or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
+     or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
     raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
   end if;
   v_pool := least(1000, greatest(4 * p_top_k, 50));
@@ -3637,24 +3647,27 @@ begin
        order by 2 desc, 1
        limit v_pool),
     txt as (
-      select b.id, row_number() over (order by b.score desc, b.id) as r from bm25 b),
+      select b.id, row_number() over (order by b.score desc, b.id) as r,
+             b.score / nullif(max(b.score) over (), 0) as share  -- of the best word match
+        from bm25 b),
     fused as (
-      select coalesce(v.id, t.id) as id,
-             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as fused
+      select coalesce(v.id, t.id) as id, coalesce(t.share, 0) as share,
+             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as by_rank
         from vec v full join txt t on t.id = v.id)
     select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
            m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-           1 - (m.embedding <=> p_query)
+           case when p_rrf_k is null then s.cosine + p_text_weight * x.share else s.cosine end
       from fused x
       join pymem.memories m on m.tenant_id = v_tenant and m.id = x.id
+      cross join lateral (select 1 - (m.embedding <=> p_query) as cosine) s
      where m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
        and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
        and (v_read is null or m.source_adapter = any (v_read))
-     order by x.fused desc, m.id
+     order by case when p_rrf_k is null then s.cosine + p_text_weight * x.share else x.by_rank end desc, m.id
      limit p_top_k;
 end
 $$;
-comment on function pymem.session_search_hybrid(text, vector, text, integer, text, bigint, double precision, double precision) is 'Hybrid search over the memories a session receives: pymem.session_search''s vector ranking and a BM25 ranking of the text over the same rows, fused by reciprocal rank; definer, applying the session''s rule itself';
+comment on function pymem.session_search_hybrid(text, vector, text, integer, text, bigint, double precision, double precision) is 'Hybrid search over the memories a session receives: pymem.session_search''s vector ranking and a BM25 ranking of the text over the same rows, fused by score (p_rrf_k NULL) or by reciprocal rank; definer, applying the session''s rule itself';
 
 do $$
 begin

@@ -80,7 +80,7 @@ class DeliveredItem:
     tier: str
     text: str
     score: float | None = None  # the rank score of a recalled item (pymem.delivery.ranking.fused_rank_score)
-    similarity: float | None = None
+    similarity: float | None = None  # recall's score of a recalled item (pymem.recall: cosine, + words fused by score)
     event_at: _dt.datetime | None = None  # when the remembered thing happened, as its writer said
 
     def to_json(self) -> dict[str, Any]:

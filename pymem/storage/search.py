@@ -20,6 +20,7 @@ from psycopg.types.json import Jsonb
 
 from .. import db, queries
 from ..context import Context, check_scope
+from ..embedder import RANK_FUSION
 from ..errors import ContextError, InvalidArguments
 from ..vocabulary import MAX_TOP_K
 from .chunks import chunk_from_row, recalled_view
@@ -116,15 +117,18 @@ def check_text_query(text: Any) -> str | None:
 def search_rows(conn: psycopg.Connection, ctx: Context, vector: Any, top_k: Any,
                 scope_filter: Mapping[str, str] | None = None, *, dim: int | None = None,
                 include_superseded: bool = False, with_vectors: bool = True,
-                plan: str = "auto", text: str | None = None) -> list[SearchHit]:
+                plan: str = "auto", text: str | None = None,
+                fusion: tuple[float, float | None] = RANK_FUSION) -> list[SearchHit]:
     """The top_k rows visible to `ctx` closest to `vector` by cosine, best first; with `text`
     (the query's words) the hybrid ranking: the vector ranking fused with a BM25 ranking of
-    `text` by reciprocal rank, inside pymem.search.
+    `text` inside pymem.search, as `fusion` says (text weight, rank constant:
+    pymem.embedder.hybrid_fusion_of; a rank constant of None fuses by score).
 
-    Each hit has the columns of pymem.search_hit (score = 1 - cosine distance, in either mode;
-    the list is in ranking order). Runs in a transaction of its own on `conn`, or as a
-    savepoint when `conn` is already in one. `dim` defaults to the store's (read once per call).
-    `plan` forces "exact" or "hnsw" (tests, benchmarks); "auto" lets pymem.search choose.
+    Each hit has the columns of pymem.search_hit (score = 1 - cosine distance, plus, fused by
+    score, the text weight x the hit's share of the best BM25 score; the list is in ranking
+    order). Runs in a transaction of its own on `conn`, or as a savepoint when `conn` is already
+    in one. `dim` defaults to the store's (read once per call). `plan` forces "exact" or "hnsw"
+    (tests, benchmarks); "auto" lets pymem.search choose.
     """
     if plan not in PLANS:
         raise InvalidArguments(f"plan must be one of {', '.join(PLANS)}")
@@ -137,29 +141,31 @@ def search_rows(conn: psycopg.Connection, ctx: Context, vector: Any, top_k: Any,
     query = check_embedding(vector, dim, "vector")
     with db.transaction(conn, ctx):
         return run_search(conn, query, top_k, scope_filter, include_superseded=include_superseded,
-                          with_vectors=with_vectors, plan=plan, text=text)
+                          with_vectors=with_vectors, plan=plan, text=text, fusion=fusion)
 
 
 def run_search(conn: psycopg.Connection, query: list[float], top_k: int, scope_filter: dict[str, str], *,
                include_superseded: bool, with_vectors: bool, plan: str = "auto",
-               text: str | None = None) -> list[SearchHit]:
+               text: str | None = None, fusion: tuple[float, float | None] = RANK_FUSION) -> list[SearchHit]:
     """Call pymem.search on a connection whose transaction already carries the context (input
     already validated). prepare=False: the call itself is trivial to plan, and a server-side
     prepared statement would buy nothing."""
     with conn.cursor(row_factory=class_row(SearchHit)) as cur:
         cur.execute(queries.query("search"),
-                    (Vector(query), top_k, Jsonb(scope_filter), include_superseded, with_vectors, plan, text),
+                    (Vector(query), top_k, Jsonb(scope_filter), include_superseded, with_vectors, plan, text, *fusion),
                     prepare=False)
         return cur.fetchall()
 
 
 def session_search_rows(conn: psycopg.Connection, session_id: str, query: list[float], top_k: int, *,
-                        plan: str = "auto", text: str | None = None) -> list[SearchHit]:
+                        plan: str = "auto", text: str | None = None,
+                        fusion: tuple[float, float | None] = RANK_FUSION) -> list[SearchHit]:
     """pymem.session_search on a connection whose transaction already carries the context (input
     already validated): the top_k memories session `session_id` receives (those of its scope and
     its ancestors') closest to `query`, best first. With `text` (check_text_query), the hybrid
     ranking (pymem.session_search_hybrid: the vector ranking fused with the text's BM25 ranking
-    over the same rows, as pymem.search fuses them). Nothing when the context cannot see the session."""
+    over the same rows as `fusion` says, as search_rows fuses them). Nothing when the context
+    cannot see the session."""
     if plan not in PLANS:
         raise InvalidArguments(f"plan must be one of {', '.join(PLANS)}")
     text = check_text_query(text)
@@ -167,7 +173,7 @@ def session_search_rows(conn: psycopg.Connection, session_id: str, query: list[f
         if text is None:
             cur.execute(queries.query("session_search"), (session_id, Vector(query), top_k, plan), prepare=False)
         else:
-            cur.execute(queries.query("session_search_hybrid"), (session_id, Vector(query), text, top_k, plan),
+            cur.execute(queries.query("session_search_hybrid"), (session_id, Vector(query), text, top_k, plan, *fusion),
                         prepare=False)
         return cur.fetchall()
 

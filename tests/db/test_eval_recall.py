@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmarks.eval_recall import format_report, load_locomo, run
+from benchmarks.eval_recall import TEXT_WEIGHTS, _held_out_text_weights, _Replay, format_report, load_locomo, run
 from pymem.errors import InvalidArguments
 
 CONVERSATION = {
@@ -68,3 +68,37 @@ def test_the_evaluation_runs_pymem_beside_the_baselines(store, locomo_dir):
     assert set(report["query_ms_p50"]) == {"embed", "recall", "deliver"}
     text = format_report(report)
     assert "pymem recall" in text and "BM25 + cosine (RRF)" in text and "deliver (defaults)" in text
+    if report["embedder"] == "multilingual-e5-small-q4":  # e5 fuses by score: the weight is checked held out
+        weights = report["text_weight"]
+        assert weights["shipped"] == 0.1 and set(weights["folds"]) == {"1"}
+        assert weights["shipped_in_sample"] == {"any@5": 1.0, "any@10": 1.0}
+        assert "text weight held out on 1" in text
+
+
+def _replay(cosines, words, evidence, floor=0.0):
+    return _Replay(cosines, words, floor, evidence, [f"m{i}" for i in range(len(cosines))])
+
+
+def test_the_replay_ranks_as_score_fusion_does():
+    # m0 is the evidence: the vectors put it last, the words first
+    question = _replay([0.80, 0.86, 0.85, 0.84, 0.83, 0.82], {0: 4.0, 3: 1.0}, {"m0"})
+    assert not question.hits(0.0, 5) and question.hits(0.0, 10)  # by cosine alone it is sixth
+    assert not question.hits(0.05, 1) and question.hits(0.07, 1)  # 0.80 + w vs 0.86 + 0 (m3 gains w / 4)
+    # the floor applies to the fused score: below it, the evidence is cut, however few are left
+    assert not _replay([0.5, 0.9], {0: 2.0}, {"m0"}, floor=0.7).hits(0.1, 10)
+    assert _replay([0.5, 0.9], {0: 2.0}, {"m0"}, floor=0.7).hits(0.25, 10)
+
+
+def test_each_conversation_is_scored_at_the_weight_the_others_pick():
+    # "needs": the evidence (m0) is eleventh by cosine and needs a weight of 0.07 or more to rank
+    # first; "loses": it is first by cosine and ten word matches overtake it from a weight of 0.06
+    needs = _replay([0.80] + [0.865] * 10, {0: 1.0}, {"m0"})
+    loses = _replay([0.95] + [0.90] * 10, dict.fromkeys(range(1, 11), 1.0), {"m0"})
+    assert needs.hits(0.08, 5) and not needs.hits(0.06, 10) and loses.hits(0.04, 5) and not loses.hits(0.06, 10)
+    folds = _held_out_text_weights({"a": [needs], "b": [needs, needs], "c": [loses]}, 0.1)
+    # a and c: the others' best weights are 0.08 and up (ties go to the one nearest the shipped 0.1);
+    # b: a and c pull apart and tie, and the tie goes to 0.1 as well
+    assert {name: fold["weight"] for name, fold in folds["folds"].items()} == {"a": 0.1, "b": 0.1, "c": 0.1}
+    assert folds["folds"]["c"]["any@5"] == 0.0 and folds["held_out"] == {"any@5": 0.75, "any@10": 0.75}
+    assert folds["by_weight"]["0.02"]["any@5"] == 0.25 and folds["by_weight"]["0.3"]["any@10"] == 0.75
+    assert set(folds["by_weight"]) == {str(w) for w in TEXT_WEIGHTS}
