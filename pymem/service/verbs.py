@@ -15,7 +15,6 @@ fact's reach (run or tenant), `scope` in the library, is `reach` on the wire.
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,10 +177,10 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
 
 
 def version() -> str:
-    try:
-        return importlib.metadata.version("pymem")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree without metadata
-        return "0"
+    """The package's version (the distribution is named pymem-pg, so it is read from the package)."""
+    from .. import __version__
+
+    return __version__
 
 
 def names_shown(names: Any) -> str:
