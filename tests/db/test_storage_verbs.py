@@ -13,6 +13,8 @@ import pytest
 from pymem.context import Context
 from pymem.errors import AccessDenied, IdempotencyConflict, InvalidArguments, RevisionMismatch
 
+pytestmark = pytest.mark.parity
+
 DIM = 384
 
 
