@@ -82,9 +82,9 @@ class _BridgedStore(SyncStore):
     """The sync Store the bridged verbs see: the same settings, facts and embedder as the async
     Store, its pools the async ones behind the sync interface (pymem.aio.connection)."""
 
-    def __init__(self, owner: Store):  # no super().__init__(): nothing is opened here
+    def __init__(self, owner: Store, settings: Settings):  # no super().__init__(): nothing is opened here
         self.endpoints = owner.endpoints
-        self.settings = owner.settings
+        self.settings = settings
         self.embedding_dim = owner.embedding_dim
         self.embedder = owner.embedder
         self.timeouts = owner.timeouts
@@ -107,7 +107,6 @@ class Store:
                  recorded_embedder: str | None, pool: AsyncConnectionPool[Any],
                  statement_pool: AsyncConnectionPool[Any]):
         self.endpoints = endpoints
-        self.settings = settings
         self.embedding_dim = embedding_dim
         #: the embedder the store's vectors come from (pymem.storage.embedding)
         self.embedder = StoreEmbedder(recorded_embedder, embedding_dim, settings.environ)
@@ -118,7 +117,7 @@ class Store:
         #: the pool of autocommit connections for one-statement calls (searches, refusal audits).
         self.statement_pool = statement_pool
         #: the sync view the verbs run against (on the bridge only).
-        self.bridged = _BridgedStore(self)
+        self.bridged = _BridgedStore(self, settings)
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, pool_size: int = 8) -> Store:
@@ -161,10 +160,18 @@ class Store:
         """The awaitable memory verbs for one context: store.bind(tenant="acme", actor="u1")."""
         return Memories(self, ctx if ctx is not None else Context(**fields))
 
+    @property
+    def settings(self) -> Settings:
+        """The configuration the store holds (the verbs' policies in force come from it)."""
+        return self.bridged.settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self.bridged.settings = settings
+
     def reload(self, settings: Settings | None = None) -> None:
         """As pymem.Store.reload: build the policies in force again (no I/O but the policy files)."""
         self.bridged.reload(settings)
-        self.settings = self.bridged.settings
 
     async def call(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run a sync pymem function on the bridge: one that takes `bind(...)`'s sync view

@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymem
-from pymem import aio, delivery, facts, lessons
+from pymem import aio, bridge, db, delivery, facts, lessons
+from pymem.aio.connection import bridged
 
 FLAVOURS = ("sync", "async")
 
@@ -39,21 +40,32 @@ class BlockingStore:
     def run(self, awaitable: Any) -> Any:
         return self.runner.run(awaitable)
 
-    @property
-    def pool(self) -> BlockingPool:
-        """The async pool, its checkouts driven from sync code (what a test passes as `conn=`)."""
-        return BlockingPool(self)
+    @contextlib.contextmanager
+    def transaction(self, ctx: Any, conn: Any = None, **options: Any) -> Iterator[Any]:
+        """As pymem.Store.transaction, on an async pool connection driven from sync code: what a
+        test passes as `conn=` to join a verb to its transaction."""
+        if conn is not None:
+            yield conn
+            return
+        with BlockingPool(self).connection() as c, c.transaction():
+            self.run(bridge.run(db.set_context, bridged(c.aconn), ctx))
+            yield c
 
     def bind(self, ctx: Any = None, **fields: Any) -> BlockingMemories:
         return BlockingMemories(self, self.aio.bind(ctx, **fields))
 
     def reload(self, settings: Any = None) -> None:
         self.sync.reload(settings)
-        self.aio.reload(settings if settings is not None else None)
+        self.aio.reload(settings)
 
     @property
     def settings(self) -> Any:
         return self.aio.settings
+
+    @settings.setter
+    def settings(self, settings: Any) -> None:
+        self.aio.settings = settings
+        self.sync.settings = settings
 
     def __getattr__(self, name: str) -> Any:  # what tests do around the verbs: the sync store's
         return getattr(self.sync, name)
@@ -100,6 +112,14 @@ class BlockingConnection:
         self.store = store
         self.aconn = aconn
 
+    @contextlib.contextmanager
+    def cursor(self, *args: Any, **kwargs: Any) -> Iterator[BlockingCursor]:
+        cursor = self.aconn.cursor(*args, **kwargs)
+        try:
+            yield BlockingCursor(self.store, cursor)
+        finally:
+            self.store.run(cursor.close())
+
     def execute(self, *args: Any, **kwargs: Any) -> BlockingCursor:
         return BlockingCursor(self.store, self.store.run(self.aconn.execute(*args, **kwargs)))
 
@@ -135,6 +155,10 @@ class BlockingCursor:
         self.store = store
         self.cursor = cursor
 
+    def execute(self, *args: Any, **kwargs: Any) -> BlockingCursor:
+        self.store.run(self.cursor.execute(*args, **kwargs))
+        return self
+
     def fetchone(self) -> Any:
         return self.store.run(self.cursor.fetchone())
 
@@ -157,6 +181,8 @@ class BlockingMemories:
         self.store = store
         self.memories = memories
         self.ctx = memories.ctx
+        #: the same context on the sync store (for what the test does around the verbs)
+        self.sync = store.sync.bind(memories.ctx)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.memories, name)
@@ -199,3 +225,29 @@ subscribe = either(facts.subscribe, aio.subscribe)
 
 def is_async(memories: Any) -> bool:
     return isinstance(memories, BlockingMemories)
+
+
+def caller_connection(store: Any) -> Any:
+    """A checkout of `store`'s pool for a test to pass as `conn=`: a sync connection for the sync
+    store, an AsyncConnection driven from sync code (BlockingConnection) for the async one."""
+    if isinstance(store, BlockingStore):
+        return BlockingPool(store).connection()
+    return store.pool.connection()
+
+
+def _sync_twin(value: Any) -> Any:
+    if isinstance(value, BlockingMemories):
+        return value.sync
+    if isinstance(value, BlockingStore):
+        return value.sync
+    return value
+
+
+def sync_view(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, a library function with no aio twin (an audit, an inspection): given the async
+    flavour's store or memories, it gets their sync twins on the same database."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*map(_sync_twin, args), **{k: _sync_twin(v) for k, v in kwargs.items()})
+    return call
