@@ -118,6 +118,8 @@ class Store:
         self.statement_pool = statement_pool
         #: the sync view the verbs run against (on the bridge only).
         self.bridged = _BridgedStore(self, settings)
+        #: the event loop the store was opened on (its pools belong to it).
+        self.loop = asyncio.get_running_loop()
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, pool_size: int = 8) -> Store:
