@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, cast
@@ -55,12 +56,46 @@ def in_bridge() -> bool:
 
 def await_(awaitable: Awaitable[R]) -> R:
     """Inside `run`: suspend this call until the event loop has awaited `awaitable`, and return its
-    result (or raise its error). Outside `run` a RuntimeError: nothing could await it."""
+    result (or raise its error). Outside `run` a RuntimeError: nothing could await it.
+
+    A coroutine is first stepped here: one that finishes without waiting (an uncontended lock, a
+    wait with nothing to wait for, a pool checkout of an idle connection) costs no trip through the
+    event loop; one that waits is handed to the loop where it stopped (`_Started`)."""
     if not in_bridge():
         if asyncio.iscoroutine(awaitable):
             awaitable.close()  # never awaited: say why instead of warning about it
         raise RuntimeError("a pymem.aio connection was used outside an awaited pymem.aio call")
+    if asyncio.iscoroutine(awaitable):
+        try:
+            first = awaitable.send(None)
+        except StopIteration as done:
+            return cast(R, done.value)
+        awaitable = _Started(awaitable, first)
     return cast(R, getcurrent().parent.switch(awaitable))
+
+
+class _Started:
+    """A coroutine stepped up to its first wait (it yielded `first`, a future), awaited from there
+    as a task awaits it: the task waits for each future it yields, resumes it with None (the
+    future's outcome is read inside it), and throws into it what is thrown at the task."""
+
+    def __init__(self, coro: Any, first: Any):
+        self.coro = coro
+        self.first = first
+
+    def __await__(self) -> Any:
+        yielded = self.first
+        while True:
+            try:
+                yield yielded
+            except BaseException as exc:  # noqa: BLE001 - a cancellation is the coroutine's to handle
+                step = functools.partial(self.coro.throw, exc)
+            else:
+                step = functools.partial(self.coro.send, None)
+            try:
+                yielded = step()
+            except StopIteration as done:
+                return done.value
 
 
 async def run(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
