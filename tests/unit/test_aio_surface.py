@@ -58,3 +58,51 @@ def test_outside_a_bridged_call_cpu_work_runs_where_it_is_called():
     async def main():
         return await bridge.run(lambda: (bridge.in_bridge(), bridge.blocking(lambda: bridge.in_bridge())))
     assert asyncio.run(main()) == (True, False)  # the CPU work ran on a worker thread, outside the bridge
+
+
+def test_the_bridge_awaits_what_waits_and_steps_what_does_not():
+    from pymem import bridge
+
+    async def instant():
+        return 1
+
+    async def waits():
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return 2
+
+    async def fails():
+        await asyncio.sleep(0)
+        raise ValueError("from the loop")
+
+    def verb():
+        got = [bridge.await_(instant()), bridge.await_(waits())]
+        with pytest.raises(ValueError, match="from the loop"):
+            bridge.await_(fails())
+        return got
+
+    async def main():
+        return await bridge.run(verb)
+    assert asyncio.run(main()) == [1, 2]
+
+
+def test_a_cancelled_bridged_call_unwinds_its_code_and_raises_cancelled():
+    from pymem import bridge
+
+    unwound = []
+
+    def verb():
+        try:
+            bridge.await_(asyncio.sleep(60))
+        finally:
+            unwound.append(True)
+
+    async def main():
+        task = asyncio.create_task(bridge.run(verb))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    asyncio.run(main())
+    assert unwound == [True]
