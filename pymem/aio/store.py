@@ -183,8 +183,9 @@ class Store:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConn]:
-        """One checkout of the pool, committed (rolled back on error) and returned at the end: to
-        pass as `conn=` to several verbs that should share a transaction."""
+        """One checkout of the pool for the `async with` block, committed (rolled back on error)
+        and returned at the end. Verbs given it as `conn=` run on it, each in a transaction of its
+        own; inside `async with conn.transaction():`, as savepoints of that one transaction."""
         async with self.pool.connection() as conn:
             yield conn
 
