@@ -174,10 +174,7 @@ def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8, pooler: bool = 
     min_size = min(min_size, max_size)
 
     def configure(conn: psycopg.Connection) -> None:
-        if pooler:
-            _pooled.add(conn)
-        _configure(conn)
-        own(conn)
+        configure_pooled(conn, pooler=pooler)
 
     pool = ConnectionPool(dsn, min_size=min_size, max_size=max_size, configure=configure,
                           reset=reset_connection, open=False, kwargs=connect_options(pooler), timeout=wait)
@@ -187,6 +184,26 @@ def make_pool(dsn: str, *, min_size: int = 2, max_size: int = 8, pooler: bool = 
         pool.close()
         raise ServerError(f"cannot connect to the database: {exc}".strip()) from exc
     return pool
+
+
+def configure_pooled(conn: psycopg.Connection, *, pooler: bool, owned: bool = True) -> None:
+    """Configure a new connection of a pool (pgvector types, the app role) and, when `owned`, mark
+    it as pymem's own (pymem.db.transaction commits on it); `pooler`: it reaches Postgres through a
+    transaction-mode pooler."""
+    if pooler:
+        _pooled.add(conn)
+    _configure(conn)
+    if owned:
+        own(conn)
+
+
+def set_session_timeouts(conn: psycopg.Connection, timeouts: Timeouts, *, pooler: bool) -> None:
+    """The lock and statement timeouts as session settings, on a connection that only pymem's own
+    one-statement calls use (StatementConnections); none behind a transaction-mode pooler, whose
+    server connections other clients share."""
+    if timeouts and not pooler:
+        with translate_errors():
+            conn.execute(queries.query("set_session_timeouts"), timeouts.params())
 
 
 def pool_error(pool: ConnectionPool, wait: float) -> PymemError:
@@ -244,11 +261,7 @@ class StatementConnections:
                 conn = self._idle.pop() if self._idle else None
             if conn is None or conn.closed:
                 conn = connect(self._dsn, autocommit=True, pooler=self._pooler)
-                # session settings on a connection of pymem's own; behind a transaction-mode pooler
-                # they would stay on a server connection other clients share, so there are none
-                if self._timeouts and not self._pooler:
-                    with translate_errors():
-                        conn.execute(queries.query("set_session_timeouts"), self._timeouts.params())
+                set_session_timeouts(conn, self._timeouts, pooler=self._pooler)
             yield conn
             if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
                 with self._lock:

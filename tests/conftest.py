@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from helpers import flavours
 from helpers import pgbouncer as bouncer
 from helpers.database import (
     AGENT_LOGIN,
@@ -129,9 +130,22 @@ def another_database(server_dsn, template_db):
         yield db
 
 
+def pytest_generate_tests(metafunc):
+    """A module marked `parity` runs each test that uses `store` against both surfaces, the sync
+    library and pymem.aio (helpers/flavours.py)."""
+    if metafunc.definition.get_closest_marker("parity") and "flavour" in metafunc.fixturenames:
+        metafunc.parametrize("flavour", flavours.FLAVOURS, indirect=True)
+
+
 @pytest.fixture
-def store(database):
-    s = database.store()
+def flavour(request):
+    """Which surface `store` is: "sync" (pymem.Store), or "async" in a parity module's second run."""
+    return getattr(request, "param", "sync")
+
+
+@pytest.fixture
+def store(database, flavour):
+    s = database.store() if flavour == "sync" else flavours.BlockingStore(database.settings())
     yield s
     s.close()
 

@@ -17,7 +17,7 @@ from typing import Any
 #: The public subpackages whose `__all__` the Python reference documents, in the order shown.
 SUBPACKAGES = ("pymem.errors", "pymem.admission", "pymem.delivery", "pymem.lessons", "pymem.conventions",
                "pymem.facts", "pymem.integrity", "pymem.embedder", "pymem.vocabulary", "pymem.admin",
-               "pymem.telemetry", "pymem.langgraph", "pymem.sqlalchemy", "pymem.client")
+               "pymem.telemetry", "pymem.aio", "pymem.langgraph", "pymem.sqlalchemy", "pymem.client")
 
 PYTHON_MARK = "<!-- reference:python -->"
 HTTP_MARK = "<!-- reference:http -->"

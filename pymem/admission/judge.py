@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ..bridge import blocking
 from ..errors import InvalidArguments, MemoryAdmissionError
 from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS
 from ..vocabulary import canonical_json as _canonical_json
@@ -182,7 +183,7 @@ def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: A
     """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
     then the origin's rule (persists at all, citation, injection source)."""
     origin = provenance.origin
-    found = content_check(record, provenance, policy)
+    found = blocking(content_check, record, provenance, policy)  # off the event loop under pymem.aio
     if found is not None:
         return Decision(False, found.reason, found.name, None, origin, policy.fingerprint, found.score,
                         found.piece_digest)

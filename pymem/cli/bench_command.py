@@ -40,6 +40,12 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr, w
               help="Instead: recall and deliver p50/p95 at k = 10 with embedding excluded (queries embedded "
                    "beforehand), on one tenant of 600 memories, beside pymem.search alone (hybrid and vector) and "
                    "recall with its verdict cache emptied; --queries sets the calls [default: 200].")
+@click.option("--aio", "aio_", is_flag=True,
+              help="Instead: the storage verbs and recall through pymem.aio beside pymem, one caller (p50/p95, CPU per "
+                   "call) and --workers callers at once (threads vs tasks on one loop); --queries sets the calls "
+                   "[default: 200].")
+@click.option("--workers", type=click.IntRange(1, 256), default=16, show_default=True,
+              help="Concurrent callers for --aio.")
 @click.option("--hostile", is_flag=True,
               help="Instead: through `pymem serve`, 4 clients sending 64 KiB notes for --seconds; /healthz p99 and a "
                    "quiet tenant's recall p50 against idle, and one 64 KiB note's decision time.")
@@ -61,8 +67,8 @@ from .common import echo_json, handle_errors, json_option, open_store, stderr, w
 @json_option
 @handle_errors
 def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int | None, database: str | None,
-          keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, hostile: bool, fairness: bool,
-          verify: bool, seconds: float,
+          keep: bool, langgraph: bool, admission: bool, deliver: bool, latency: bool, aio_: bool, workers: int,
+          hostile: bool, fairness: bool, verify: bool, seconds: float,
           hybrid: bool, scaling: bool, as_json: bool) -> None:
     """Benchmark pymem against raw pgvector on the same synthetic, clustered rows.
 
@@ -101,6 +107,11 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
     checkpoint (pymem verify and pymem verify --since-checkpoint, and each with the independent
     verifier), median of 3 rounds, and since / full against the goal of at most 10 %.
 
+    With --aio, instead: one tenant of 1,000 memories in a scratch database (pymem_bench_aio), and
+    search, get, a one-record upsert_many and recall by vector through pymem.aio beside the same
+    calls through pymem, interleaved: p50/p95 and CPU per call; then --workers callers at once,
+    threads on pymem.Store against tasks on one event loop on pymem.aio.Store: calls per second.
+
     With --hostile or --fairness, instead: `pymem serve` is started on a loopback port against the
     configured store and loaded from other processes (benchmarks.load_bench); the quiet tenant's
     p50 is reported beside its idle value in the same run.
@@ -117,8 +128,8 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
         result = run(seconds, progress=lambda message: stderr(f"bench: {message}"))
         click.echo(json.dumps(result) if as_json else load_bench.format_load_report(result))
         return
-    if sum((langgraph, admission, deliver, latency, verify)) > 1:
-        raise click.UsageError("choose one of --langgraph, --admission, --deliver, --latency and --verify")
+    if sum((langgraph, admission, deliver, latency, aio_, verify)) > 1:
+        raise click.UsageError("choose one of --langgraph, --admission, --deliver, --latency, --aio and --verify")
     if verify and (scaling or hybrid):
         raise click.UsageError("--scaling and --hybrid apply to the storage benchmark, not to --verify")
     if verify:
@@ -129,10 +140,10 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
             report = tool.run(store, config, progress=lambda message: stderr(f"bench: {message}"))
         click.echo(json.dumps(report) if as_json else tool.format_report(report))
         return
-    if scaling and (langgraph or admission or deliver or latency):
+    if scaling and (langgraph or admission or deliver or latency or aio_):
         raise click.UsageError("--scaling applies to the storage benchmark, not to --langgraph, --admission, "
-                               "--deliver or --latency")
-    if hybrid and (langgraph or admission or deliver or latency):
+                               "--deliver, --latency or --aio")
+    if hybrid and (langgraph or admission or deliver or latency or aio_):
         raise click.UsageError("--hybrid applies to the storage benchmark")
     if admission:
         admission_bench = workshop("admission_bench", "pymem bench")
@@ -147,6 +158,11 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
         config = tool.DeliverBenchConfig(calls=queries or 200, dims=dims, database=database or "pymem_bench_deliver",
                                          keep=keep)
+    elif aio_:
+        tool = workshop("aio_bench", "pymem bench")
+
+        config = tool.AioBenchConfig(calls=queries or 200, workers=workers, dims=dims,
+                                     database=database or "pymem_bench_aio", keep=keep)
     elif latency:
         tool = workshop("latency_bench", "pymem bench")
 

@@ -51,12 +51,13 @@ from pgvector import Vector
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from .. import queries
+from .. import bridge, queries
 from ..admission.gate import bind_provenance, judge_or_refuse
 from ..admission.judge import Decision
 from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.provenance import Provenance, parse_origin
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
+from ..aio.store import Memories as AsyncMemories
 from ..context import Context
 from ..errors import AccessDenied, InvalidArguments
 from ..storage.memories import Memories
@@ -124,7 +125,9 @@ class PymemStore(BaseStore):
     """A LangGraph store on pymem, bound to one context.
 
     memories: a bound `Memories` (`store.bind(Context(tenant=..., actor=...))`); its context is
-        the store's tenant, actor, adapter and scope for every operation.
+        the store's tenant, actor, adapter and scope for every operation. Bound on a
+        `pymem.aio.Store`, the async methods (`abatch`, `aget`, `aput`, ...) run on its async pool
+        without a thread per batch; its sync methods are then for other threads than the loop's.
     index: LangGraph's index configuration ({"dims", "embed", "fields"}); without one, items
         are not embedded and a search's query is ignored, as in LangGraph. `dims` must be the
         pymem store's embedding dimension.
@@ -150,13 +153,19 @@ class PymemStore(BaseStore):
 
     supports_ttl = True
 
-    def __init__(self, memories: Memories, *, index: Mapping[str, Any] | None = None, name: str = "default",
-                 origin: str = "model_inferred", provenance: Provenance | Mapping[str, Any] | None = None,
-                 gate: bool = True, policy: AdmissionPolicy | None = None,
+    def __init__(self, memories: Memories | AsyncMemories, *, index: Mapping[str, Any] | None = None,
+                 name: str = "default", origin: str = "model_inferred",
+                 provenance: Provenance | Mapping[str, Any] | None = None, gate: bool = True,
+                 policy: AdmissionPolicy | None = None,
                  trust: AdapterTrustPolicy | None = None, hybrid: bool = True,
                  ttl: TTLConfig | None = None):
+        #: the async store's memories, when built on one (pymem.aio): abatch runs on its pool
+        self.async_memories = memories if isinstance(memories, AsyncMemories) else None
+        if self.async_memories is not None:
+            memories = self.async_memories.bridged
         if not isinstance(memories, Memories):
-            raise InvalidArguments("PymemStore needs a bound Memories: store.bind(Context(tenant=...))")
+            raise InvalidArguments("PymemStore needs a bound Memories: store.bind(Context(tenant=...)), of a "
+                                   "pymem.Store or a pymem.aio.Store")
         if not isinstance(name, str) or not name or len(name) > MAX_NAME or not is_plain_text(name) \
                 or name != name.strip():
             raise InvalidArguments(f"the store name must be 1 to {MAX_NAME} plain characters")
@@ -185,6 +194,8 @@ class PymemStore(BaseStore):
     # -- the BaseStore contract ---------------------------------------------------------------
 
     def batch(self, ops: Iterable[Any]) -> list[Any]:
+        if self.async_memories is not None:
+            return self._batch_on_loop(ops)
         plan = self._plan(ops)
         if self.index is not None:
             self._embed_puts(plan, self.index.embeddings.embed_documents)
@@ -200,7 +211,24 @@ class PymemStore(BaseStore):
             self._embed_puts(plan, lambda _texts: vectors)
             for query in self._queries(plan):
                 plan.query_vectors[query] = self._vector(await self.index.embeddings.aembed_query(query))
+        if self.async_memories is not None:
+            return await bridge.run(self._run, plan)  # on the async pool, its waits awaited here
         return await asyncio.to_thread(self._run, plan)
+
+    def _batch_on_loop(self, ops: Iterable[Any]) -> list[Any]:
+        """A sync batch of a store built on pymem.aio: run by the async store's event loop, from
+        another thread (as LangGraph's own async stores do); on that loop's thread it could only
+        block the loop, so it is refused."""
+        assert self.async_memories is not None
+        loop = self.async_memories.store.loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop or loop.is_closed() or not loop.is_running():
+            raise InvalidArguments("a PymemStore on a pymem.aio store takes sync calls only from another thread "
+                                   "while its event loop runs: await the a* methods (aget, aput, asearch, abatch)")
+        return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
 
     # -- planning: checks and ids, before anything is embedded or sent -----------------------
 

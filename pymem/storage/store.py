@@ -17,12 +17,25 @@ from .embedding import StoreEmbedder
 from .endpoints import Endpoints, resolve
 from .memories import Memories
 
-__all__ = ["Store", "Memories", "Endpoints", "resolve"]
+__all__ = ["Store", "Memories", "Endpoints", "resolve", "store_facts"]
 
 
 #: What an open store cannot change by reload(settings): where and how it connects.
 _CONNECTION_FIELDS = ("dsn", "admin_dsn", "home", "embedding_dim", "pooler", "direct_dsn", "lock_timeout_ms",
                       "statement_timeout_ms", "pool_wait", "max_content_bytes", "signing_key")
+
+
+def store_facts(conn: psycopg.Connection) -> tuple[int, str | None]:
+    """What a store checks on opening, on `conn` (left idle): the schema is current (SchemaError
+    naming the upgrade otherwise); returns the embedding dimension and the recorded embedder."""
+    with db.translate_errors():
+        migrate.check_current(conn)
+        row = conn.execute(queries.query("store_embedding_dim")).fetchone()
+        recorded = conn.execute(queries.query("store_embedder")).fetchone() if row is not None else None
+    conn.rollback()
+    if row is None:
+        raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
+    return int(row[0]), (recorded[0] if recorded else None)
 
 
 class Store:
@@ -33,16 +46,10 @@ class Store:
         self.settings = settings
         pooler = settings.transaction_pooler
         with db.connect(endpoints.app, pooler=pooler) as conn:
-            with db.translate_errors():
-                migrate.check_current(conn)
-                row = conn.execute(queries.query("store_embedding_dim")).fetchone()
-                recorded = conn.execute(queries.query("store_embedder")).fetchone() if row is not None else None
-            conn.rollback()
-        if row is None:
-            raise SchemaError("pymem.store_info is empty: the schema was not created by pymem")
-        self.embedding_dim: int = row[0]
+            dim, recorded = store_facts(conn)
+        self.embedding_dim: int = dim
         #: the embedder the store's vectors come from (pymem.storage.embedding)
-        self.embedder = StoreEmbedder(recorded[0] if recorded else None, self.embedding_dim, settings.environ)
+        self.embedder = StoreEmbedder(recorded, self.embedding_dim, settings.environ)
         configure_threads(settings.embed_threads)
         #: The lock and statement timeouts of every transaction the store opens (settings).
         self.timeouts = db.Timeouts(settings.lock_timeout_ms, settings.statement_timeout_ms)

@@ -9,6 +9,8 @@ import pytest
 from pymem.context import Context
 from pymem.errors import InvalidArguments
 
+pytestmark = pytest.mark.parity
+
 DIM = 384
 GOOD = [0.5] + [0.0] * (DIM - 1)
 

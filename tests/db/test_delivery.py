@@ -14,6 +14,7 @@ import io
 import psycopg
 import pytest
 from helpers.delivery import DEFAULTS, EMBEDDER, POLICY, block_memory_ids, block_sessions, remember
+from helpers.flavours import admit, deliver, end_session, erase, recall, start_session, supersede, sync_view
 
 from pymem import (
     Context,
@@ -21,27 +22,22 @@ from pymem import (
     MemoryAdmissionError,
     NotFound,
     Provenance,
-    admit,
-    deliver,
-    end_session,
-    erase,
-    recall,
-    start_session,
-    supersede,
+    admin,
+    delivery,
+    integrity,
 )
-from pymem.admin import export_records
-from pymem.delivery import (
-    ApproxTokenCounter,
-    EncodingCounter,
-    TrustTiers,
-    inspect_memories,
-    inspect_memory,
-    memory_injections,
-    session_injections,
-    tier_of,
-)
+from pymem.delivery import ApproxTokenCounter, EncodingCounter, TrustTiers, tier_of
 from pymem.errors import UnknownSession
-from pymem.integrity import history, verify_chain, verify_independently
+from pymem.integrity import verify_chain, verify_independently
+
+pytestmark = pytest.mark.parity
+# no aio twins (inspection, audit, export): the async run calls them with its sync twin
+export_records = sync_view(admin.export_records)
+inspect_memories = sync_view(delivery.inspect_memories)
+inspect_memory = sync_view(delivery.inspect_memory)
+memory_injections = sync_view(delivery.memory_injections)
+session_injections = sync_view(delivery.session_injections)
+history = sync_view(integrity.history)
 
 CURRENCY = "Which currency does Initech want its invoices in?"
 

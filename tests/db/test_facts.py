@@ -8,11 +8,15 @@ import hashlib
 
 import pytest
 from helpers.database import AGENT_LOGIN, bind_login, login_dsn
+from helpers.flavours import publish, subscribe, sync_view
 
 from pymem import AccessDenied, Context, InvalidArguments
 from pymem.db import connect
-from pymem.facts import follow, publish, subscribe
+from pymem.facts import follow as follow_
 from pymem.integrity import verify_chain
+
+pytestmark = pytest.mark.parity
+follow = sync_view(follow_)  # a sync stream: the async run follows through its sync twin
 
 
 @pytest.fixture

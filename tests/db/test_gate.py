@@ -15,22 +15,24 @@ import uuid
 
 import psycopg
 import pytest
+from helpers.flavours import admit, start_session, sync_view
 from helpers.provenance import prov
 from helpers.settings import reload_with
 from psycopg import errors as pgerr
 
 from pymem.admission import WriteGate
 from pymem.admission import refusals as refusal_audit
-from pymem.admission.gate import NOT_AUDITED, admit, bind_provenance
+from pymem.admission.gate import NOT_AUDITED, bind_provenance
 from pymem.admission.judge import digest_of_arguments
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Origin, Provenance
 from pymem.context import Context
-from pymem.delivery.sessions import start_session
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.integrity import audit
 from pymem.integrity.verify import verify_chain
+
+pytestmark = pytest.mark.parity
 
 DIM = 384
 POLICY = AdmissionPolicy()
@@ -171,7 +173,7 @@ def test_policy_defaults_to_the_store_settings_in_force_at_each_call(acme, monke
 
 
 def test_write_gate_object_and_given_ids(acme):
-    gate = WriteGate(acme, POLICY, embedder=EMBEDDER)
+    gate = sync_view(WriteGate)(acme, POLICY, embedder=EMBEDDER)  # a sync object: its twin in the async run
     out = gate.admit({"id": "fav-color", "content": "Frank's favourite colour is green"}, Provenance("user_asserted"))
     assert out["id"] == "fav-color" and acme.get_row("fav-color")["origin"] == "user_asserted"
     with pytest.raises(InvalidArguments, match="already exists"):
@@ -407,7 +409,7 @@ def test_the_poisoning_corpus_through_the_database_gate(store, database):
                               embedder=EMBEDDER)["id"])
     assert seqs == list(range(1, len(PAYLOADS) + 1))
     assert len(set(admitted)) == len(BENIGN)
-    rows = audit.refusals(memories, limit=len(PAYLOADS) + 10)
+    rows = sync_view(audit.refusals)(memories, limit=len(PAYLOADS) + 10)
     assert [r.seq for r in rows] == seqs and all(r.signature for r in rows)
     with database.admin() as conn:
         details = conn.execute("select string_agg(details::text, ' ') from pymem.ledger where tenant_id = 'replay'"

@@ -7,13 +7,15 @@ import datetime as dt
 import threading
 
 import pytest
+from helpers.flavours import list_lessons
 from helpers.lessons import ctx, lesson
 
 from pymem import Context, InvalidArguments, MemoryAdmissionError
 from pymem.db import connect
 from pymem.integrity import refusals, verify_chain
-from pymem.lessons import list_lessons
 from pymem.vocabulary import LESSON_HALF_LIVES, LESSON_TYPES
+
+pytestmark = pytest.mark.parity
 
 
 @pytest.fixture
@@ -202,10 +204,15 @@ def test_a_lesson_written_around_the_library_with_an_unknown_type_is_skipped(acm
 
 # -- concurrency ---------------------------------------------------------------------------------------
 
-def test_eight_connections_filing_at_once_lose_and_duplicate_nothing(store, database):
+def test_eight_connections_filing_at_once_lose_and_duplicate_nothing(database):
     """Each of 8 threads, on its own connection, files the same near-duplicate lesson and one of its
     own, released together: exactly one shared lesson at version 8, eight own lessons, and a chain
-    that verifies."""
+    that verifies. (Eight tasks on eight async connections: tests/db/test_aio.py.)"""
+    with database.store() as store:
+        eight_threads_filing(store, database)
+
+
+def eight_threads_filing(store, database):
     acme = store.bind(ctx())
     barrier = threading.Barrier(8)
     errors: list[BaseException] = []

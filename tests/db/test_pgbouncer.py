@@ -86,6 +86,42 @@ def test_pgbouncer_with_the_pooler_setting_the_same_load_runs_clean(bounced):
         store.close()
 
 
+def test_pgbouncer_the_async_store_runs_the_same_load_clean(bounced):
+    """pymem.aio through PgBouncer in transaction mode with the pooler setting: 6 tasks on one
+    event loop x 30 rounds of writes, reads, pages and searches, no error, nothing prepared."""
+    import asyncio
+
+    from pymem import aio
+
+    database, dsn = bounced
+    vector = EMBEDDER.embed(["a note"])[0]
+    errors: list[str] = []
+
+    async def work(store, n: int) -> None:
+        mem = store.bind(Context(tenant=f"t{n}", actor="load"))
+        for r in range(ROUNDS):
+            try:
+                await mem.upsert_many([{"id": f"r{r}", "content": f"note {r}", "embedding": vector}],
+                                      idempotency_key=f"k{n}-{r}")
+                assert (await mem.get(f"r{r}"))["revision"] == 1
+                await mem.list_chunks(limit=5)
+                assert await mem.search(vector, top_k=3)
+            except Exception as exc:  # noqa: BLE001 - every failure is counted by its kind
+                errors.append(f"{type(exc).__name__}: {str(exc)[:80]}")
+
+    async def main() -> None:
+        store = await aio.Store.open(database.settings(dsn=dsn, pooler="transaction"))
+        try:
+            await asyncio.gather(*(work(store, n) for n in range(THREADS)))
+        finally:
+            await store.close()
+
+    asyncio.run(main())
+    assert errors == []
+    with database.admin() as admin:
+        assert admin.execute("select count(*) from pymem.memories").fetchone()[0] == THREADS * ROUNDS
+
+
 def test_pgbouncer_a_superuser_login_is_refused_with_a_clear_error(bounced, server_dsn):
     database, _ = bounced
     superuser = through(with_user(server_dsn, "postgres", database=database.name), *_address(bounced))

@@ -5,17 +5,18 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from helpers.flavours import admit, recall, start_session
 from helpers.settings import reload_with
 
-from pymem.admission.gate import admit
 from pymem.admission.policy import AdmissionPolicy
 from pymem.admission.provenance import Provenance
 from pymem.admission.trust import AdapterTrustPolicy
 from pymem.context import Context
-from pymem.delivery.sessions import start_session
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import InvalidArguments
-from pymem.recall import RecallResult, candidate_count, recall
+from pymem.recall import RecallResult, candidate_count
+
+pytestmark = pytest.mark.parity
 
 DIM = 384
 POLICY = AdmissionPolicy()

@@ -6,12 +6,17 @@ from __future__ import annotations
 import psycopg
 import pytest
 from helpers.delivery import remember
+from helpers.flavours import end_session, erase_session, list_sessions, start_session, sync_view
 from psycopg import errors as pgerr
 
-from pymem import Context, InvalidArguments, MemoryAdmissionError, NotFound, end_session, start_session
-from pymem.delivery import erase_session, list_sessions, recall_session, replace_summary
+from pymem import Context, InvalidArguments, MemoryAdmissionError, NotFound, delivery
 from pymem.errors import UnknownSession
 from pymem.integrity import refusals, verify_chain
+
+pytestmark = pytest.mark.parity
+# no aio twins: the async run calls them with its sync twin
+recall_session = sync_view(delivery.recall_session)
+replace_summary = sync_view(delivery.replace_summary)
 
 
 @pytest.fixture

@@ -9,9 +9,12 @@ import threading
 
 import psycopg
 import pytest
+from helpers.flavours import caller_connection
 
 from pymem.context import Context
 from pymem.errors import AccessDenied, IdempotencyConflict, InvalidArguments, RevisionMismatch
+
+pytestmark = pytest.mark.parity
 
 DIM = 384
 
@@ -236,7 +239,7 @@ def test_adapter_cannot_overwrite_another_adapters_row(store, database):
 
 
 def test_joins_the_callers_transaction(store, mem):
-    with store.pool.connection() as conn, conn.transaction(force_rollback=True):
+    with caller_connection(store) as conn, conn.transaction(force_rollback=True):
         mem.upsert_many([chunk("a", vec(1))], idempotency_key="k", conn=conn)
         assert mem.get("a", conn=conn)["revision"] == 1
         assert [h["chunk_id"] for h in mem.search(vec(1), top_k=1, conn=conn)] == ["a"]

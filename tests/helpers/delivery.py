@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
-from pymem import AdmissionPolicy, Provenance, admit
+from pymem import AdmissionPolicy, Provenance
 from pymem.admission import AdapterTrustPolicy
 from pymem.embedder import LexicalEmbedder
 
 from .database import DIM
+from .flavours import admit
 
 POLICY = AdmissionPolicy()
 TRUST = AdapterTrustPolicy()

@@ -10,9 +10,9 @@ from pathlib import Path
 from pymem import AdmissionPolicy, Context
 from pymem.admission import AdapterTrustPolicy
 from pymem.embedder import LexicalEmbedder
-from pymem.lessons import file_lesson
 
 from .database import DIM
+from .flavours import file_lesson
 
 POLICY = AdmissionPolicy()
 TRUST = AdapterTrustPolicy()

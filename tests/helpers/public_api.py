@@ -10,7 +10,7 @@ from typing import Any
 #: The modules whose `__all__` is public API (each documented, each with a docstring).
 PUBLIC_MODULES = ("pymem", "pymem.errors", "pymem.admission", "pymem.delivery", "pymem.lessons",
                   "pymem.conventions", "pymem.facts", "pymem.integrity", "pymem.embedder", "pymem.vocabulary",
-                  "pymem.context", "pymem.admin", "pymem.telemetry")
+                  "pymem.context", "pymem.admin", "pymem.telemetry", "pymem.aio")
 
 
 def public_modules() -> Iterator[ModuleType]:
