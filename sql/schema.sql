@@ -560,6 +560,11 @@ comment on index pymem.memories_tenant_scope_key is 'A tenant''s rows of exactly
 -- recent entries.
 create index memories_search_text on pymem.memories using gin (search_text) with (fastupdate = off);
 comment on index pymem.memories_search_text is 'Full-text candidates of a hybrid search (one tenant at a time, through its tenant lexeme)';
+-- Every delivery reads a session's hot memories first (pymem.session_hot); without an index it
+-- read every row of the session's scopes to find the few tagged hot.
+create index memories_hot on pymem.memories (tenant_id, created_at)
+  where 'hot' = any (tags) and erased_at is null and invalidated_at is null;
+comment on index pymem.memories_hot is 'Live hot memories of a tenant by time: what every delivery reads first (pymem.session_hot)';
 
 create table pymem.chain_heads (
   tenant_id text primary key,
@@ -2414,7 +2419,9 @@ begin
         from pymem.memories m
        where m.search_text @@ v_match
          and m.tenant_id = v_tenant
-         and (m.scope || jsonb_object(array['', m.tenant_id])) @> v_key
+         -- the key without its tenant: the same test as the scope index's expression, but one no
+         -- index answers, so the rows come from the text index, the ones holding a word
+         and m.scope @> (v_key - '')
          and m.erased_at is null
          and (p_include_superseded or m.invalidated_at is null)
          and m.embedding is not null
@@ -3445,6 +3452,9 @@ create function pymem.session_search_hybrid(
   p_rrf_k double precision default 10
 ) returns setof pymem.search_hit
 language plpgsql volatile security definer
+-- as pymem.search: the statement's shape does not depend on the values, and planning it afresh on
+-- every call cost more than running it on a session's few hundred rows
+set plan_cache_mode = force_generic_plan
 set search_path = pg_catalog, pg_temp
 as $$
 -- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:

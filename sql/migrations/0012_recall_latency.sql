@@ -13,8 +13,13 @@
 -- * The vector ranking a hybrid search fuses is narrow (id and distance: pymem._vector_ranking
 --   and pymem._session_ranking) instead of whole rows that were thrown away.
 -- * BM25 reads only each candidate's postings of the query's words (ts_filter of setweight)
---   instead of unnesting its whole tsvector.
--- * pymem.session_search reads the session's scopes once and ranks through pymem._session_ranking.
+--   instead of unnesting its whole tsvector, and tests its scope with an expression no index
+--   answers, so the rows come from the text index (the ones holding a word), never from the scope
+--   index (every row of the tenant).
+-- * pymem.session_search reads the session's scopes once and ranks through pymem._session_ranking;
+--   pymem.session_search_hybrid keeps its generic plan, as pymem.search does.
+-- * Hot memories have an index of their own (pymem.session_hot read every row of the session's
+--   scopes to find them).
 --
 -- Signatures, results and row-level security are unchanged.
 
@@ -26,15 +31,18 @@ set role pymem_owner;
 
 alter table pymem.memories alter column search_text set storage main;
 
--- Rows written before keep their out-of-line value until written again; give them a fresh one
--- (as migration 0011 filled the column: bookkeeping, not content, so no ledger event, no new
--- revision; under ALTER TABLE's lock, the row triggers off and row-level security not forced on
--- the owner for this statement only).
-alter table pymem.memories disable trigger user;
-alter table pymem.memories no force row level security;
-update pymem.memories set search_text = pymem._search_text(tenant_id, content) where content is not null;
-alter table pymem.memories force row level security;
-alter table pymem.memories enable trigger user;
+-- Rows written before keep their out-of-line value until rewritten (as 0008 left vectors):
+-- VACUUM FULL pymem.memories moves them into their rows.
+
+-- ---------------------------------------------------------------------------------------------
+-- hot memories by an index of their own
+-- ---------------------------------------------------------------------------------------------
+
+-- Every delivery reads a session's hot memories first (pymem.session_hot); without an index it
+-- read every row of the session's scopes to find the few tagged hot.
+create index memories_hot on pymem.memories (tenant_id, created_at)
+  where 'hot' = any (tags) and erased_at is null and invalidated_at is null;
+comment on index pymem.memories_hot is 'Live hot memories of a tenant by time: what every delivery reads first (pymem.session_hot)';
 
 -- ---------------------------------------------------------------------------------------------
 -- the narrow vector ranking of a hybrid search
@@ -230,7 +238,9 @@ begin
         from pymem.memories m
        where m.search_text @@ v_match
          and m.tenant_id = v_tenant
-         and (m.scope || jsonb_object(array['', m.tenant_id])) @> v_key
+         -- the key without its tenant: the same test as the scope index's expression, but one no
+         -- index answers, so the rows come from the text index, the ones holding a word
+         and m.scope @> (v_key - '')
          and m.erased_at is null
          and (p_include_superseded or m.invalidated_at is null)
          and m.embedding is not null
@@ -479,6 +489,9 @@ create or replace function pymem.session_search_hybrid(
   p_rrf_k double precision default 10
 ) returns setof pymem.search_hit
 language plpgsql volatile security definer
+-- as pymem.search: the statement's shape does not depend on the values, and planning it afresh on
+-- every call cost more than running it on a session's few hundred rows
+set plan_cache_mode = force_generic_plan
 set search_path = pg_catalog, pg_temp
 as $$
 -- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:
