@@ -60,7 +60,7 @@ def _sections(keep: list[Any], present: tuple[bool, bool, bool, bool]) -> tuple[
                  for part, shown in zip((digest, hot, recalled, lessons), present, strict=False))
 
 
-def _renderer(entries: list[Any], present: tuple[bool, bool, bool, bool]) -> Callable[[list[Any], int], str]:
+def _renderer(entries: list[Any], present: tuple[bool, bool, bool, bool]) -> Callable[[list[Any], int, int], str]:
     """render(...) of a subset of `entries` with `omitted` of them left out, each entry rendered to
     its lines once (pymem.delivery.envelope.assemble gives the text render gives)."""
     total = len(entries)
