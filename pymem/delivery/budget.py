@@ -15,23 +15,21 @@ deliver's time). The default counter (ApproxTokenCounter) is additive over a spl
 newline that is followed by a non-space character (no piece it counts crosses such a point: a
 whitespace run ends there, and a number there has no space before it), and consecutive
 candidate blocks share most of their lines, so the greedy pass counts the block line by line,
-each distinct line once per fit, and a process keeps the counts of the short lines it has seen
-(consecutive deliveries repeat most of them). The final block is still counted whole by the
-counter itself.
+each distinct line once per fit (and the default counter keeps the counts of the short lines a
+process has seen: consecutive deliveries repeat most of them). The final block is still counted
+whole by the counter itself.
 Any other counter is called on each whole block, as before.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from ..errors import InvalidArguments
 from .envelope import DeliveredItem, DeliveredLesson, DigestEntry, assemble, entry_lines
-from .tokens import ApproxTokenCounter, TokenCounter
+from .tokens import LINE_START, ApproxTokenCounter, TokenCounter
 
 __all__ = ["Fitted", "fit", "MIN_BUDGET", "MAX_BUDGET"]
 
@@ -74,37 +72,19 @@ def _renderer(entries: list[Any], present: tuple[bool, bool, bool, bool]) -> Cal
     return block
 
 
-# Just after a newline, before a non-space character: ApproxTokenCounter is additive over these.
-_LINE_START = re.compile(r"(?<=\n)(?=\S)")
-
-
-#: Lines of at most this many characters have their default count kept per process (see
-#: _line_count); longer ones are counted once per fit.
-CACHED_LINE_CHARS = 1_000
-_APPROX = ApproxTokenCounter()
-
-
-@lru_cache(maxsize=16_384)
-def _line_count(line: str) -> int:
-    """The default counter's count of one line, kept across fits: consecutive deliveries share
-    most of their lines (the digest, the hot memories, the memories recalled again), and the
-    counter is a pure function of the text."""
-    return _APPROX.count(line)
-
-
 def _block_counter(counter: TokenCounter) -> Callable[[str], int]:
     """`counter.count`, or for the default counter the same count summed over the block's lines,
-    each distinct line counted once (see the module docstring)."""
+    each distinct line counted once per fit (see the module docstring)."""
     if type(counter) is not ApproxTokenCounter:
         return counter.count
     seen: dict[str, int] = {}
 
     def count(text: str) -> int:
         total = 0
-        for part in _LINE_START.split(text):
+        for part in LINE_START.split(text):
             n = seen.get(part)
             if n is None:
-                n = seen[part] = _line_count(part) if len(part) <= CACHED_LINE_CHARS else counter.count(part)
+                n = seen[part] = counter.count(part)
             total += n
         return total
 
