@@ -69,10 +69,10 @@ set hnsw.ef_search = 40
 set hnsw.max_scan_tuples = 20000
 set search_path = pg_catalog, pg_temp
 as $$
--- The ids and cosine distances of the rows pymem.search (vector mode, arguments checked by it)
--- returns, in its order (distance, then id): the ranking pymem._search_hybrid fuses, without the
--- rows. The same plan choice, iterative HNSW scan with its fallback to exact, scoped exact search
--- and complete top_k, under the caller's row-level security; keep the two in step. Stable, so it
+-- The ids and cosine distances of the rows pymem.search (vector mode, the same checks) returns,
+-- in its order (distance, then id): the ranking pymem._search_hybrid fuses, without the rows. The
+-- same plan choice, iterative HNSW scan with its fallback to exact, scoped exact search and
+-- complete top_k, under the caller's row-level security; keep the two in step. Stable, so it
 -- reads with the snapshot of the statement that calls it.
 declare
   v_tenant text := pymem._ctx_tenant();
@@ -85,6 +85,19 @@ declare
   v_dist double precision[];
   v_any_scope boolean := p_scope_filter = '{}'::jsonb;
 begin
+  -- pymem.search's checks, for a caller of pymem._search_hybrid itself
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_scope_filter is null or (p_scope_filter <> '{}'::jsonb and not pymem._scope_is_flat(p_scope_filter)) then
+    raise exception 'pymem: the scope filter must be a flat object of non-empty string values' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
   if v_tenant is null then
     return;
   end if;

@@ -308,3 +308,21 @@ def test_search_text_stays_in_the_row_beside_a_vector(seeded):
                            " from pymem.memories where id = 'a-wordy'").fetchone()
         conn.rollback()
     assert row[0] > 140 and row[1]
+
+
+@pytest.mark.parametrize("bad", [
+    {"query": [0.0] * DIM},
+    {"plan": "fastest"},
+    {"scope_filter": {"team": {"x": 1}}},
+])
+def test_the_private_hybrid_search_refuses_what_pymem_search_refuses(seeded, bad):
+    """pymem._search_hybrid is callable by the app: its vector ranking checks its arguments as
+    pymem.search does, with the same typed error, rather than ranking nonsense."""
+    query = bad.get("query", QUERY)
+    with seeded.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'reader', null, '{}'::jsonb, null)")
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute("select id from pymem._search_hybrid(%s::text::vector, %s, %s, %s, false, false, %s, 2000,"
+                         " null, 20000, 1.0, 10)",
+                         (json.dumps(query), TEXT, bad.get("k", 5), Jsonb(bad.get("scope_filter", {})),
+                          bad.get("plan", "auto"))).fetchall()
