@@ -123,8 +123,8 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     statements and cached plans are kept: they carry no data, since row-level security is applied
     when a statement runs, with the context of that moment. The pgvector types registered on the
     connection are client-side and stay; the role the connection was configured with is set
-    again. One round trip for a dedicated login (every checkout waits for it), two when the login
-    must switch to the app role; a connection never configured is configured in full.
+    again, in the same round trip (every checkout waits for it); a connection never configured is
+    configured in full.
     """
     if conn.info.transaction_status != TransactionStatus.IDLE:
         conn.rollback()
@@ -134,11 +134,16 @@ def reset_connection(conn: psycopg.Connection, role: str | None = APP_ROLE) -> N
     prev = conn.autocommit
     conn.autocommit = True
     try:
-        conn.execute(queries.query("reset_session"))
-        if conn in _configured:
-            switched = _configured[conn]
-            if switched is not None:
-                conn.execute(queries.template("set_role", role=sql.Identifier(switched)))
+        configured = conn in _configured
+        switched = _configured.get(conn) if configured else None
+        if switched is not None:
+            # the reset and the role back in one round trip (a simple query: one statement after
+            # the other, as two calls would run them)
+            conn.execute(sql.SQL("{}; {}").format(sql.SQL(queries.query("reset_session")),
+                                                  queries.template("set_role", role=sql.Identifier(switched))))
+        else:
+            conn.execute(queries.query("reset_session"))
+        if configured:
             return
     finally:
         conn.autocommit = prev

@@ -536,6 +536,10 @@ comment on column pymem.memories.search_text is 'The content as a tsvector in th
 comment on column pymem.memories.ttl is 'The memory''s time-to-live as its writer named it (else the tenant''s default); the clock restarts at every write';
 comment on column pymem.memories.expires_at is 'When the memory expires: the database''s now() + ttl at the last write (NULL = never); expired rows are invisible to every read and deleted by pymem.purge_expired';
 comment on column pymem.memories.subject is 'Pseudonym (p:<token>) of the person the memory is about, from the subject key its writer set; pymem.erase_actor erases every memory about that person';
+-- Kept in the row (main, not extended): next to a vector of a few hundred dimensions a row passes
+-- the TOAST threshold, and an extended tsvector would be the first moved out of line, to be read
+-- back from the TOAST table by every text candidate of a hybrid search.
+alter table pymem.memories alter column search_text set storage main;
 comment on constraint memories_injection_source_rule on pymem.memories is 'injected_context needs its injection_source; any other origin must not carry one';
 
 -- HNSW for cosine search at scale; small row sets are searched exactly (see pymem.search).
@@ -562,6 +566,11 @@ comment on index pymem.memories_tenant_scope_key is 'A tenant''s rows of exactly
 -- recent entries.
 create index memories_search_text on pymem.memories using gin (search_text) with (fastupdate = off);
 comment on index pymem.memories_search_text is 'Full-text candidates of a hybrid search (one tenant at a time, through its tenant lexeme)';
+-- Every delivery reads a session's hot memories first (pymem.session_hot); without an index it
+-- read every row of the session's scopes to find the few tagged hot.
+create index memories_hot on pymem.memories (tenant_id, created_at)
+  where 'hot' = any (tags) and erased_at is null and invalidated_at is null;
+comment on index pymem.memories_hot is 'Live hot memories of a tenant by time: what every delivery reads first (pymem.session_hot)';
 
 create table pymem.chain_heads (
   tenant_id text primary key,
@@ -2506,6 +2515,145 @@ comment on function pymem.set_text_search_config(regconfig) is 'Sets the store''
 
 -- Hybrid search: BM25 candidates and their fusion with the vector ranking (see pymem.search).
 
+create function pymem._vector_ranking(
+  p_query vector,
+  p_top_k integer,
+  p_scope_filter jsonb,
+  p_include_superseded boolean,
+  p_plan text,
+  p_exact_below bigint,
+  p_ef_search integer,
+  p_max_scan_tuples integer
+) returns table (id text, distance double precision)
+language plpgsql stable security invoker
+-- pymem.search's settings, for the same plans (see there)
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set enable_sort = on
+set enable_indexscan = on
+set hnsw.iterative_scan = 'relaxed_order'
+set hnsw.ef_search = 40
+set hnsw.max_scan_tuples = 20000
+set search_path = pg_catalog, pg_temp
+as $$
+-- The ids and cosine distances of the rows pymem.search (vector mode, the same checks) returns,
+-- in its order (distance, then id): the ranking pymem._search_hybrid fuses, without the rows. The
+-- same plan choice, iterative HNSW scan with its fallback to exact, scoped exact search and
+-- complete top_k, under the caller's row-level security; keep the two in step. An expired row is
+-- left out by each read as well as by the read policy, so no caller (the owner's policy shows
+-- every row) is ranked one. Stable, so it reads with the snapshot of the statement that calls it.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_rows bigint;
+  v_table_rows double precision;
+  v_cap bigint;
+  v_plan text := p_plan;
+  v_scoped boolean;
+  v_ids text[];
+  v_dist double precision[];
+  v_any_scope boolean := p_scope_filter = '{}'::jsonb;
+begin
+  -- pymem.search's checks, for a caller of pymem._search_hybrid itself
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_scope_filter is null or (p_scope_filter <> '{}'::jsonb and not pymem._scope_is_flat(p_scope_filter)) then
+    raise exception 'pymem: the scope filter must be a flat object of non-empty string values' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
+  if v_tenant is null then
+    return;
+  end if;
+  select h.live_rows into v_rows from pymem.chain_heads h where h.tenant_id = v_tenant;
+  if coalesce(v_rows, 0) = 0 then
+    return;
+  end if;
+  v_scoped := (p_plan <> 'auto' or v_rows >= p_exact_below)
+              and (not v_any_scope or pymem._ctx_scope() <> '{}'::jsonb);
+  if p_plan = 'auto' then
+    v_plan := 'exact';
+    if v_rows >= p_exact_below then
+      select greatest(c.reltuples, v_rows) into v_table_rows
+        from pg_catalog.pg_class c where c.oid = 'pymem.memories'::regclass;
+      v_cap := greatest(p_exact_below, ceil(sqrt(8.0 * p_top_k * v_table_rows))::bigint);
+      if v_scoped then
+        v_ids := pymem._search_in_scope(p_query, p_top_k, p_scope_filter, p_include_superseded, v_cap);
+        v_plan := case when v_ids is null then 'hnsw' else 'scope' end;
+      elsif v_rows >= v_cap then
+        v_plan := 'hnsw';
+      end if;
+    end if;
+  end if;
+
+  if v_plan = 'hnsw' then
+    perform set_config('hnsw.ef_search', coalesce(p_ef_search, pymem._search_ef(p_top_k))::text, true),
+            set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true),
+            set_config('enable_sort', 'off', true);
+    with candidates as materialized (
+      select m.id, m.embedding <=> p_query as distance
+        from pymem.memories m
+       where m.tenant_id = v_tenant
+         and (v_any_scope or m.scope @> p_scope_filter)
+         and m.erased_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+         and (p_include_superseded or m.invalidated_at is null)
+       order by m.embedding <=> p_query
+       limit p_top_k)
+    select array_agg(c.id order by c.distance + 0, c.id), array_agg(c.distance order by c.distance + 0, c.id)
+      into v_ids, v_dist
+      from candidates c
+     where c.distance <> 'NaN'::double precision;
+    perform set_config('enable_sort', 'on', true);
+    if coalesce(cardinality(v_ids), 0) >= p_top_k then
+      return query select u.id, u.distance from unnest(v_ids, v_dist) u(id, distance);
+      return;
+    end if;
+    v_plan := 'exact';
+  end if;
+
+  if v_plan = 'exact' and v_scoped then
+    v_ids := pymem._search_in_scope(p_query, p_top_k, p_scope_filter, p_include_superseded, null);
+    v_plan := 'scope';
+  end if;
+  if v_plan = 'scope' then
+    return query
+      select m.id, d.distance
+        from pymem.memories m
+             cross join lateral (select m.embedding <=> p_query as distance) d
+       where m.tenant_id = v_tenant and m.id = any (v_ids)
+         and m.erased_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+         and (p_include_superseded or m.invalidated_at is null)
+         and (v_any_scope or m.scope @> p_scope_filter)
+         and d.distance <> 'NaN'::double precision
+       order by d.distance, m.id;
+    return;
+  end if;
+
+  perform set_config('enable_indexscan', 'off', true);
+  return query
+    select t.id, t.distance
+      from (select m.id, m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and (v_any_scope or m.scope @> p_scope_filter)
+               and m.erased_at is null
+               and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+               and (p_include_superseded or m.invalidated_at is null)
+               and m.embedding is not null
+             order by 2, 1
+             limit p_top_k) t
+     where t.distance <> 'NaN'::double precision
+     order by t.distance, t.id;
+end
+$$;
+comment on function pymem._vector_ranking(vector, integer, jsonb, boolean, text, bigint, integer, integer) is 'pymem.search''s vector ranking as (id, distance) pairs, for the hybrid search to fuse; same plans, under the caller''s RLS';
+
 create function pymem._text_candidates(
   p_text text,
   p_limit integer,
@@ -2563,22 +2711,26 @@ begin
   end if;
   return query
     with matched as (
-      select m.id, m.search_text
+      -- each row's length, and of its postings only those of the query's words: setweight marks
+      -- them (to_tsvector gives every position weight D) and ts_filter keeps what is marked, so
+      -- no row's whole tsvector is unnested
+      select m.id, length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', v_terms), '{a}') as words
         from pymem.memories m
        where m.search_text @@ v_match
          and m.tenant_id = v_tenant
-         and (m.scope || jsonb_object(array['', m.tenant_id])) @> v_key
+         -- the key without its tenant: the same test as the scope index's expression, but one no
+         -- index answers, so the rows come from the text index, the ones holding a word
+         and m.scope @> (v_key - '')
          and m.erased_at is null
          and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (p_include_superseded or m.invalidated_at is null)
          and m.embedding is not null
          and (v_read is null or m.source_adapter = any (v_read))),
     lengths as (
-      select avg(length(x.search_text))::double precision as avgdl from matched x),
+      select avg(x.dl)::double precision as avgdl from matched x),
     hits as (
-      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
-        from matched x cross join lateral unnest(x.search_text) u
-       where u.lexeme = any (v_terms)),
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, x.dl
+        from matched x cross join lateral unnest(x.words) u),
     df as (
       select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme)
     select h.id,
@@ -2609,9 +2761,9 @@ create function pymem._search_hybrid(
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
--- pymem.search with a query text: the vector ranking (pymem.search itself, so the same plans,
--- scope handling and complete top_k) and the BM25 ranking (pymem._text_candidates) of the same
--- context, each cut at v_pool rows, fused in one of two ways:
+-- pymem.search with a query text: the vector ranking (pymem._vector_ranking: pymem.search's own,
+-- so the same plans, scope handling and complete top_k) and the BM25 ranking
+-- (pymem._text_candidates) of the same context, each cut at v_pool rows, fused in one of two ways:
 -- * by score (p_rrf_k NULL): a row scores its cosine similarity + p_text_weight x its BM25 score
 --   over the best BM25 score of the query (so the best word match gains p_text_weight, a row
 --   matching no word nothing); that fused score is the row's score. It needs p_text_weight on the
@@ -2621,6 +2773,11 @@ as $$
 --   is the cosine similarity.
 -- The p_top_k best come back in fused order, read back under the caller's row-level security. The
 -- vector ranking alone returns min(p_top_k, the rows in play) rows, so the fused result is as complete.
+--
+-- The fused order is known before any row is read: a row of the vector ranking brings its cosine
+-- (1 - its distance), and only a row found by its words alone has its vector read, by its key.
+-- The candidates are then walked in that order and each row read by its key (a lateral lookup the
+-- planner cannot turn into a join of the whole tenant) until p_top_k are found.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_pool integer := least(1000, greatest(4 * p_top_k, 50));
@@ -2635,28 +2792,37 @@ begin
   end if;
   return query
     with vec as (
-      select h.id, row_number() over (order by h.score desc, h.id) as r
-        from pymem.search(p_query, v_pool, p_scope_filter, p_include_superseded, false, p_plan,
-                          p_exact_below, p_ef_search, p_max_scan_tuples) h),
+      select h.id, h.distance, row_number() over (order by 1 - h.distance desc, h.id) as r
+        from pymem._vector_ranking(p_query, v_pool, p_scope_filter, p_include_superseded, p_plan, p_exact_below,
+                                   p_ef_search, p_max_scan_tuples) h),
     txt as (
       select c.id, row_number() over (order by c.score desc, c.id) as r,
              c.score / nullif(max(c.score) over (), 0) as share  -- of the best word match
         from pymem._text_candidates(p_text, v_pool, p_scope_filter, p_include_superseded) c),
     fused as (
-      select coalesce(v.id, t.id) as id, coalesce(t.share, 0) as share,
-             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as by_rank
+      -- the order key; by score, a row the vector ranking missed reads its vector by its key
+      select coalesce(v.id, t.id) as id,
+             case when p_rrf_k is null
+                  then coalesce(1 - v.distance,
+                                (select 1 - (m.embedding <=> p_query) from pymem.memories m
+                                  where m.tenant_id = v_tenant and m.id = t.id))
+                       + p_text_weight * coalesce(t.share, 0)
+                  else coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0)
+             end as fused
         from vec v full join txt t on t.id = v.id)
     select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
            m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
            m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-           case when p_rrf_k is null then s.cosine + p_text_weight * f.share else s.cosine end
-      from fused f
-      join pymem.memories m on m.tenant_id = v_tenant and m.id = f.id
-      cross join lateral (select 1 - (m.embedding <=> p_query) as cosine) s
-     where m.erased_at is null
-       and (p_include_superseded or m.invalidated_at is null)
-       and (v_any_scope or m.scope @> p_scope_filter)
-     order by case when p_rrf_k is null then s.cosine + p_text_weight * f.share else f.by_rank end desc, m.id
+           case when p_rrf_k is null then f.fused else 1 - (m.embedding <=> p_query) end
+      from (select f.id, f.fused from fused f order by f.fused desc, f.id) f
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = f.id
+                and m.erased_at is null
+                and (p_include_superseded or m.invalidated_at is null)
+                and (v_any_scope or m.scope @> p_scope_filter)
+              limit 1) m
+     order by f.fused desc, f.id
      limit p_top_k;
 end
 $$;
@@ -3040,6 +3206,7 @@ declare
 begin
   execute format('alter function pymem.search(vector, integer, jsonb, boolean, boolean, text, bigint, integer, integer, text, double precision, double precision) set search_path = pg_catalog, %I, pg_temp', v_schema);
   execute format('alter function pymem._search_hybrid(vector, text, integer, jsonb, boolean, boolean, text, bigint, integer, integer, double precision, double precision) set search_path = pg_catalog, %I, pg_temp', v_schema);
+  execute format('alter function pymem._vector_ranking(vector, integer, jsonb, boolean, text, bigint, integer, integer) set search_path = pg_catalog, %I, pg_temp', v_schema);
   execute format('alter function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) set search_path = pg_catalog, %I, pg_temp', v_schema);
   execute format('alter function pymem._search_in_scope(vector, integer, jsonb, boolean, bigint) set search_path = pg_catalog, %I, pg_temp', v_schema);
 end
@@ -3371,6 +3538,96 @@ end
 $$;
 comment on function pymem.session_hot(text, integer) is 'The live hot memories a session receives (its scope and its ancestors), newest first; definer, applying that rule itself';
 
+create function pymem._session_ranking(
+  p_scopes jsonb[],
+  p_scope_keys bytea[],
+  p_live_rows bigint,
+  p_query vector,
+  p_top_k integer,
+  p_plan text,
+  p_exact_below bigint
+) returns table (id text, distance double precision)
+language plpgsql stable security invoker
+-- pymem.session_search's settings, for the same plans (see there)
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set enable_sort = on
+set enable_indexscan = on
+set hnsw.iterative_scan = 'relaxed_order'
+set hnsw.ef_search = 40
+set hnsw.max_scan_tuples = 20000
+set search_path = pg_catalog, pg_temp
+as $$
+-- The ids and cosine distances of the p_top_k live, non-superseded, unexpired memories of the
+-- context's tenant in the scopes p_scopes (their keys p_scope_keys, p_live_rows rows in them: what
+-- pymem._session_scopes returns for a session) closest to p_query, best first (distance, then
+-- id), within the read allow-list: pymem.session_search's ranking, and the one
+-- pymem.session_search_hybrid fuses. The plan is pymem.session_search's: exact below cap =
+-- max(p_exact_below, sqrt(8 * top_k * table rows)) rows, else HNSW with an iterative scan,
+-- re-sorted, the exact plan taking over whenever the scan comes back short. Only those two
+-- definer functions call it (no login may: it takes the scopes as given), and stable, so it reads
+-- with the snapshot of the statement that calls it.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_read text[] := pymem._ctx_read_adapters();
+  v_plan text := p_plan;
+  v_table_rows double precision;
+  v_ids text[];
+  v_dist double precision[];
+begin
+  if v_tenant is null or coalesce(p_live_rows, 0) = 0 then
+    return;
+  end if;
+  if p_plan = 'auto' then
+    select greatest(c.reltuples, p_live_rows) into v_table_rows
+      from pg_catalog.pg_class c where c.oid = 'pymem.memories'::regclass;
+    v_plan := case when p_live_rows < greatest(p_exact_below, ceil(sqrt(8.0 * p_top_k * v_table_rows))::bigint)
+                   then 'exact' else 'hnsw' end;
+  end if;
+
+  if v_plan = 'hnsw' then
+    -- enable_sort off: only the HNSW index orders the candidates (see pymem.search)
+    perform set_config('hnsw.ef_search', pymem._search_ef(p_top_k)::text, true),
+            set_config('enable_sort', 'off', true);
+    with candidates as materialized (
+      select m.id, m.embedding <=> p_query as distance
+        from pymem.memories m
+       where m.tenant_id = v_tenant and m.scope = any (p_scopes)
+         and m.erased_at is null and m.invalidated_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+         and (v_read is null or m.source_adapter = any (v_read))
+       order by m.embedding <=> p_query
+       limit p_top_k)
+    select array_agg(c.id order by c.distance + 0, c.id), array_agg(c.distance order by c.distance + 0, c.id)
+      into v_ids, v_dist
+      from candidates c
+     where c.distance <> 'NaN'::double precision;
+    perform set_config('enable_sort', 'on', true);
+    if coalesce(cardinality(v_ids), 0) >= p_top_k then
+      return query select u.id, u.distance from unnest(v_ids, v_dist) u(id, distance);
+      return;
+    end if;
+  end if;
+
+  -- exact: the rows of those scopes by their key, never the HNSW index (enable_indexscan off)
+  perform set_config('enable_indexscan', 'off', true);
+  return query
+    select t.id, t.distance
+      from (select m.id, m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and sha256(m.scope::text::bytea) = any (p_scope_keys) and m.scope = any (p_scopes)
+               and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
+               and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+               and (v_read is null or m.source_adapter = any (v_read))
+             order by 2, 1
+             limit p_top_k) t
+     where t.distance <> 'NaN'::double precision
+     order by t.distance, t.id;
+end
+$$;
+comment on function pymem._session_ranking(jsonb[], bytea[], bigint, vector, integer, text, bigint) is 'The vector ranking of what a session receives, as (id, distance) pairs, given its scopes; called only by the session search functions';
+
 create function pymem.session_search(
   p_session text,
   p_query vector,
@@ -3379,14 +3636,6 @@ create function pymem.session_search(
   p_exact_below bigint default 2000
 ) returns setof pymem.search_hit
 language plpgsql volatile security definer
--- As in pymem.search: the plan is chosen below from a count and each branch pins its shape.
-set plan_cache_mode = force_generic_plan
-set enable_seqscan = off
-set enable_sort = on
-set enable_indexscan = on
-set hnsw.iterative_scan = 'relaxed_order'
-set hnsw.ef_search = 40
-set hnsw.max_scan_tuples = 20000
 set search_path = pg_catalog, pg_temp
 as $$
 -- The p_top_k live, non-superseded memories that session p_session receives (its scope's and its
@@ -3397,15 +3646,11 @@ as $$
 -- The plan is pymem.search's, decided by n, the rows in those scopes (pymem.scope_rows): below
 -- cap = max(p_exact_below, sqrt(8 * top_k * table rows)) every one of them is ranked exactly,
 -- read by its scope key; above, HNSW with an iterative scan keeps the candidates in those scopes,
--- re-sorted, and the exact plan takes over whenever the scan comes back short. 'exact' and
--- 'hnsw' force a plan (tests, benchmarks). A ranking with more signals (full text) changes the
--- two statements below; what the session receives stays decided by pymem._session_scopes.
+-- re-sorted, and the exact plan takes over whenever the scan comes back short
+-- (pymem._session_ranking). 'exact' and 'hnsw' force a plan (tests, benchmarks). The rows are
+-- read by their key in that order, in the same statement (one snapshot).
 declare
   v_tenant text := pymem._ctx_tenant();
-  v_read text[] := pymem._ctx_read_adapters();
-  v_plan text := p_plan;
-  v_table_rows double precision;
-  v_hits pymem.search_hit[];
   f record;
 begin
   if p_query is null or vector_norm(p_query) = 0 then
@@ -3421,61 +3666,17 @@ begin
   if f.session_scope is null or f.live_rows = 0 then
     return;
   end if;
-  if p_plan = 'auto' then
-    select greatest(c.reltuples, f.live_rows) into v_table_rows
-      from pg_catalog.pg_class c where c.oid = 'pymem.memories'::regclass;
-    v_plan := case when f.live_rows < greatest(p_exact_below, ceil(sqrt(8.0 * p_top_k * v_table_rows))::bigint)
-                   then 'exact' else 'hnsw' end;
-  end if;
-
-  if v_plan = 'hnsw' then
-    -- enable_sort off: only the HNSW index orders the candidates (see pymem.search)
-    perform set_config('hnsw.ef_search', pymem._search_ef(p_top_k)::text, true),
-            set_config('enable_sort', 'off', true);
-    with candidates as materialized (
-      select m.id, coalesce(m.record_lite, m.record) as record, m.content, m.kind, m.tags, m.scope, m.origin,
-             m.provenance, m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at,
-             m.revision, m.embedding <=> p_query as distance
-        from pymem.memories m
-       where m.tenant_id = v_tenant and m.scope = any (f.scopes)
-         and m.erased_at is null and m.invalidated_at is null
-         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
-         and (v_read is null or m.source_adapter = any (v_read))
-       order by m.embedding <=> p_query
-       limit p_top_k)
-    select array_agg(row(c.id, c.record, c.content, c.kind, c.tags, c.scope, c.origin, c.provenance, c.confidence,
-                         c.source_adapter, c.injection_source, c.policy_fingerprint, c.created_at,
-                         c.revision, 1 - c.distance)::pymem.search_hit
-                     order by c.distance + 0, c.id)
-      into v_hits
-      from candidates c
-     where c.distance <> 'NaN'::double precision;
-    perform set_config('enable_sort', 'on', true);
-    if coalesce(cardinality(v_hits), 0) >= p_top_k then
-      return query select h.* from unnest(v_hits) h;
-      return;
-    end if;
-  end if;
-
-  -- exact: the rows of those scopes by their key, narrow (id, distance) pairs ranked first, the
-  -- top_k read back by the primary key (never the HNSW index: enable_indexscan off)
-  perform set_config('enable_indexscan', 'off', true);
   return query
     select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
            m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-           1 - t.distance
-      from (select m.id, m.embedding <=> p_query as distance
-              from pymem.memories m
-             where m.tenant_id = v_tenant
-               and sha256(m.scope::text::bytea) = any (f.scope_keys) and m.scope = any (f.scopes)
-               and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
-               and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
-               and (v_read is null or m.source_adapter = any (v_read))
-             order by 2, 1
-             limit p_top_k) t
-      join pymem.memories m on m.tenant_id = v_tenant and m.id = t.id
-     where t.distance <> 'NaN'::double precision
-     order by t.distance, t.id;
+           1 - r.distance
+      from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, p_top_k, p_plan, p_exact_below)
+             with ordinality r(id, distance, n)
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = r.id
+              limit 1) m
+     order by r.n;
 end
 $$;
 comment on function pymem.session_search(text, vector, integer, text, bigint) is 'Cosine search over the memories a session receives (its scope and its ancestors); definer, applying that rule itself; exact or iterative HNSW as pymem.search';
@@ -3555,9 +3756,11 @@ $$;
 comment on function pymem.session_receives(text, text[]) is 'Which of these ids are live memories a session receives (its scope and its ancestors), in order; ids only';
 
 do $$
+declare
+  v_schema text := (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector');
 begin
-  execute format('alter function pymem.session_search(text, vector, integer, text, bigint) set search_path = pg_catalog, %I, pg_temp',
-                 (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector'));
+  execute format('alter function pymem._session_ranking(jsonb[], bytea[], bigint, vector, integer, text, bigint) set search_path = pg_catalog, %I, pg_temp', v_schema);
+  execute format('alter function pymem.session_search(text, vector, integer, text, bigint) set search_path = pg_catalog, %I, pg_temp', v_schema);
 end
 $$;
 
@@ -3572,19 +3775,24 @@ create function pymem.session_search_hybrid(
   p_rrf_k double precision default 10
 ) returns setof pymem.search_hit
 language plpgsql volatile security definer
+-- as pymem.search: the statement's shape does not depend on the values, and planning it afresh on
+-- every call cost more than running it on a session's few hundred rows
+set plan_cache_mode = force_generic_plan
 set search_path = pg_catalog, pg_temp
 as $$
 -- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:
--- the vector ranking (pymem.session_search itself, so the same plans and rule) and a BM25
--- ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates) over the same
--- rows, each cut at v_pool rows, fused by score when p_rrf_k is NULL (cosine similarity +
--- p_text_weight x BM25 / the query's best BM25; that sum is the score) or else by reciprocal
--- rank (1 / (p_rrf_k + vector rank) + p_text_weight / (p_rrf_k + text rank); the score is the
--- cosine similarity). The p_top_k best come back in that order: what a delivery recalls. What
--- the session receives stays decided by pymem._session_scopes (its scope and its ancestors,
--- within the read allow-list); the text
--- ranking's document frequencies and lengths are counted over those rows only. Definer for the
--- reason pymem.session_hot is (and the text match, not leakproof, uses the GIN index only so).
+-- the vector ranking (pymem._session_ranking, pymem.session_search's own, so the same plans and
+-- rule) and a BM25 ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates)
+-- over the same rows, each cut at v_pool rows, fused by score when p_rrf_k is NULL (cosine
+-- similarity + p_text_weight x BM25 / the query's best BM25; that sum is the score) or else by
+-- reciprocal rank (1 / (p_rrf_k + vector rank) + p_text_weight / (p_rrf_k + text rank); the score
+-- is the cosine similarity). The p_top_k best come back in that order: what a delivery recalls.
+-- What the session receives stays decided by pymem._session_scopes (its scope and its ancestors,
+-- within the read allow-list); the text ranking's document frequencies and lengths are counted
+-- over those rows only. Definer for the reason pymem.session_hot is (and the text match, not
+-- leakproof, uses the GIN index only so). The fused order is known before any row is read (only a
+-- row found by its words alone has its vector read, by its key, for its cosine); the candidates
+-- are walked in that order, each row read by its key, until p_top_k are found.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_read text[] := pymem._ctx_read_adapters();
@@ -3601,11 +3809,15 @@ begin
      or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
     raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
   end if;
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
   v_pool := least(1000, greatest(4 * p_top_k, 50));
   select * into f from pymem._session_scopes(p_session);
   if f.session_scope is null or f.live_rows = 0 then
-    -- still validates the query and the plan, as pymem.session_search does
-    return query select * from pymem.session_search(p_session, p_query, p_top_k, p_plan, p_exact_below);
     return;
   end if;
   if p_text is not null then
@@ -3619,10 +3831,11 @@ begin
   end if;
   return query
     with vec as (
-      select h.id, row_number() over (order by h.score desc, h.id) as r
-        from pymem.session_search(p_session, p_query, v_pool, p_plan, p_exact_below) h),
+      select h.id, h.distance, row_number() over (order by 1 - h.distance desc, h.id) as r
+        from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, v_pool, p_plan, p_exact_below) h),
     matched as (
-      select m.id, m.search_text
+      -- each row's length, and only its postings of the query's words (as pymem._text_candidates)
+      select m.id, length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', v_terms), '{a}') as words
         from pymem.memories m
        where v_match is not null
          and m.search_text @@ v_match
@@ -3631,11 +3844,10 @@ begin
          and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))),
     lengths as (
-      select avg(length(x.search_text))::double precision as avgdl from matched x),
+      select avg(x.dl)::double precision as avgdl from matched x),
     hits as (
-      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
-        from matched x cross join lateral unnest(x.search_text) u
-       where u.lexeme = any (v_terms)),
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, x.dl
+        from matched x cross join lateral unnest(x.words) u),
     df as (
       select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme),
     bm25 as (
@@ -3651,19 +3863,28 @@ begin
              b.score / nullif(max(b.score) over (), 0) as share  -- of the best word match
         from bm25 b),
     fused as (
-      select coalesce(v.id, t.id) as id, coalesce(t.share, 0) as share,
-             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as by_rank
+      -- the order key; by score, a row the vector ranking missed reads its vector by its key
+      select coalesce(v.id, t.id) as id,
+             case when p_rrf_k is null
+                  then coalesce(1 - v.distance,
+                                (select 1 - (m.embedding <=> p_query) from pymem.memories m
+                                  where m.tenant_id = v_tenant and m.id = t.id))
+                       + p_text_weight * coalesce(t.share, 0)
+                  else coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0)
+             end as fused
         from vec v full join txt t on t.id = v.id)
     select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
            m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-           case when p_rrf_k is null then s.cosine + p_text_weight * x.share else s.cosine end
-      from fused x
-      join pymem.memories m on m.tenant_id = v_tenant and m.id = x.id
-      cross join lateral (select 1 - (m.embedding <=> p_query) as cosine) s
-     where m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
-       and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
-       and (v_read is null or m.source_adapter = any (v_read))
-     order by case when p_rrf_k is null then s.cosine + p_text_weight * x.share else x.by_rank end desc, m.id
+           case when p_rrf_k is null then x.fused else 1 - (m.embedding <=> p_query) end
+      from (select x.id, x.fused from fused x order by x.fused desc, x.id) x
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = x.id
+                and m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
+                and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+                and (v_read is null or m.source_adapter = any (v_read))
+              limit 1) m
+     order by x.fused desc, x.id
      limit p_top_k;
 end
 $$;
@@ -4374,6 +4595,10 @@ grant execute on function pymem._search_hybrid(vector, text, integer, jsonb, boo
   pymem._text_candidates(text, integer, jsonb, boolean), pymem.claim_embedder(text, integer),
   pymem.record_reembedded(text), pymem._tenant_lexeme(text), pymem._search_text(text, text) to pymem_app;
 grant execute on function pymem._search_ef(integer) to pymem_app, pymem_auditor;
+-- the hybrid search runs as the caller, so the caller runs its vector ranking (the session
+-- ranking is run only by the session search functions, as their owner: no grant)
+grant execute on function pymem._vector_ranking(vector, integer, jsonb, boolean, text, bigint, integer, integer)
+  to pymem_app;
 grant execute on function pymem.search_as(text, text, text, jsonb, text[], vector, integer, jsonb, boolean, boolean, text) to pymem_app;
 -- a definer that applies the read policy itself and returns ids only (see its comment)
 grant execute on function pymem._search_in_scope(vector, integer, jsonb, boolean, bigint) to pymem_app;

@@ -1,7 +1,7 @@
 """retention (memory expiry, purge) and erasure of a person (pseudonymous ledger)
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0012
 Create Date: 2026-12-02
 
 Applies sql/migrations/0013_retention_erasure.sql.
@@ -10,7 +10,7 @@ Applies sql/migrations/0013_retention_erasure.sql.
 from pymem.migrate import apply_sql
 
 revision = "0013"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

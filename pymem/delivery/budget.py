@@ -15,20 +15,21 @@ deliver's time). The default counter (ApproxTokenCounter) is additive over a spl
 newline that is followed by a non-space character (no piece it counts crosses such a point: a
 whitespace run ends there, and a number there has no space before it), and consecutive
 candidate blocks share most of their lines, so the greedy pass counts the block line by line,
-each distinct line once per fit. The final block is still counted whole by the counter itself.
+each distinct line once per fit (and the default counter keeps the counts of the short lines a
+process has seen: consecutive deliveries repeat most of them). The final block is still counted
+whole by the counter itself.
 Any other counter is called on each whole block, as before.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArguments
-from .envelope import DeliveredItem, DeliveredLesson, DigestEntry, render
-from .tokens import ApproxTokenCounter, TokenCounter
+from .envelope import DeliveredItem, DeliveredLesson, DigestEntry, assemble, entry_lines
+from .tokens import LINE_START, ApproxTokenCounter, TokenCounter
 
 __all__ = ["Fitted", "fit", "MIN_BUDGET", "MAX_BUDGET"]
 
@@ -57,25 +58,30 @@ def _sections(keep: list[Any], present: tuple[bool, bool, bool, bool]) -> tuple[
                  for part, shown in zip((digest, hot, recalled, lessons), present, strict=False))
 
 
-def _render(keep: list[Any], total: int, omitted: int, budget: int, present: tuple[bool, bool, bool, bool]) -> str:
-    digest, hot, recalled, lessons = _sections(keep, present)
-    return render(digest, hot, recalled, lessons=lessons, omitted=omitted, total=total, budget=budget)
+def _renderer(entries: list[Any], present: tuple[bool, bool, bool, bool]) -> Callable[[list[Any], int, int], str]:
+    """render(...) of a subset of `entries` with `omitted` of them left out, each entry rendered to
+    its lines once (pymem.delivery.envelope.assemble gives the text render gives)."""
+    total = len(entries)
+    lines = {id(e): entry_lines(e) for e in entries}
 
+    def block(keep: list[Any], omitted: int, budget: int) -> str:
+        digest, hot, recalled, lessons = (None if part is None else [lines[id(e)] for e in part]
+                                          for part in _sections(keep, present))
+        return assemble(digest, hot, recalled, lessons, omitted=omitted, total=total, budget=budget)
 
-# Just after a newline, before a non-space character: ApproxTokenCounter is additive over these.
-_LINE_START = re.compile(r"(?<=\n)(?=\S)")
+    return block
 
 
 def _block_counter(counter: TokenCounter) -> Callable[[str], int]:
     """`counter.count`, or for the default counter the same count summed over the block's lines,
-    each distinct line counted once (see the module docstring)."""
+    each distinct line counted once per fit (see the module docstring)."""
     if type(counter) is not ApproxTokenCounter:
         return counter.count
     seen: dict[str, int] = {}
 
     def count(text: str) -> int:
         total = 0
-        for part in _LINE_START.split(text):
+        for part in LINE_START.split(text):
             n = seen.get(part)
             if n is None:
                 n = seen[part] = counter.count(part)
@@ -96,22 +102,23 @@ def fit(digest: Sequence[DigestEntry] | None, hot: Sequence[DeliveredItem] | Non
     entries: list[Any] = [*(hot or ()), *(lessons or ()), *(recalled or ()), *(digest or ())]
     total = len(entries)
     count = _block_counter(counter)
-    everything = _render(entries, total, 0, budget, present)
+    render = _renderer(entries, present)
+    everything = render(entries, 0, budget)
     if count(everything) <= budget:
         keep = entries
     else:
         # sized with the notice for the largest count it can show, so the final notice fits too
-        empty = _render([], total, total, budget, present)
+        empty = render([], total, budget)
         if counter.count(empty) > budget:
             raise InvalidArguments(f"a budget of {budget} tokens cannot hold even the envelope "
                                    f"({counter.count(empty)} tokens by {counter.name})")
         keep = []
         for entry in entries:
-            if count(_render([*keep, entry], total, total, budget, present)) <= budget:
+            if count(render([*keep, entry], total, budget)) <= budget:
                 keep.append(entry)
     while True:
         omitted = total - len(keep)
-        text = _render(keep, total, omitted, budget, present)
+        text = render(keep, omitted, budget)
         tokens = counter.count(text)
         if tokens <= budget or not keep:
             break

@@ -191,19 +191,40 @@ def render(digest: Sequence[DigestEntry] | None, hot: Sequence[DeliveredItem] | 
     """The block, markers included. A section given as None is left out (a block of lessons alone
     has no digest); an empty one reads "(none)". `omitted` entries (of `total`) were left out for
     the budget: a notice says so inside the envelope."""
+    def lines(entries: Sequence[Any] | None) -> list[list[str]] | None:
+        return None if entries is None else [entry_lines(e) for e in entries]
+
+    return assemble(lines(digest), lines(hot), lines(recalled), lines(lessons), omitted=omitted, total=total,
+                    budget=budget)
+
+
+def entry_lines(entry: DigestEntry | DeliveredItem | DeliveredLesson) -> list[str]:
+    """The lines one entry of a block renders to (the same wherever it sits in the block)."""
+    if isinstance(entry, DigestEntry):
+        return [_digest_line(entry)]
+    if isinstance(entry, DeliveredLesson):
+        return _lesson_lines(entry)
+    return _item_lines(entry)
+
+
+def assemble(digest: Sequence[list[str]] | None, hot: Sequence[list[str]] | None,
+             recalled: Sequence[list[str]] | None, lessons: Sequence[list[str]] | None, *, omitted: int = 0,
+             total: int = 0, budget: int | None = None) -> str:
+    """`render` from each section's entries already rendered to lines (entry_lines): fitting a
+    block renders each entry once, not once per candidate block."""
     body: list[str] = list(HEADER)
     if digest is not None:
         body += ["", DIGEST_TITLE, DIGEST_NOTE]
-        body += [_digest_line(e) for e in digest] or [NONE]
+        body += [line for entry in digest for line in entry] or [NONE]
     if hot is not None:
         body += ["", HOT_TITLE]
-        body += [line for item in hot for line in _item_lines(item)] or [NONE]
+        body += [line for entry in hot for line in entry] or [NONE]
     if lessons is not None:
         body += ["", LESSONS_TITLE, LESSONS_NOTE]
-        body += [line for lesson in lessons for line in _lesson_lines(lesson)] or [NONE]
+        body += [line for entry in lessons for line in entry] or [NONE]
     if recalled is not None:
         body += ["", RECALLED_TITLE]
-        body += [line for item in recalled for line in _item_lines(item)] or [NONE]
+        body += [line for entry in recalled for line in entry] or [NONE]
     if omitted:
         within = f" to stay within the {budget}-token budget" if budget is not None else ""
         body += ["", f"[truncated: {omitted} of {total} entries left out{within}]"]

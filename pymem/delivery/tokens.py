@@ -38,6 +38,7 @@ import itertools
 import math
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvalidArguments
@@ -113,33 +114,51 @@ def _symbol(char: str) -> int:
     return len(char.encode("utf-8", errors="surrogatepass"))
 
 
+def _count_whole(text: str) -> int:
+    """The estimate of `text` (see the module docstring), counted in one pass."""
+    total = 0
+    seen: dict[str, int] = {}  # runs of letters repeat (words, a block's field names): each counted once
+    for match in _PIECES.finditer(text):
+        letters, digits, space, other = match.groups()
+        if letters:
+            n = seen.get(letters)
+            if n is None:
+                n = seen[letters] = (_ascii_letters(letters) if letters.isascii()
+                                     else sum(_wide(c) for c in letters))
+            total += n
+        elif digits:
+            total += math.ceil(len(digits) / 3)
+            if match.start() > 0 and text[match.start() - 1] == " ":
+                total += 1
+        elif space:
+            total += _whitespace(space)
+        else:
+            total += _symbol(other)
+    return total
+
+
+# Just after a newline, before a non-space character. No piece the estimate counts crosses such a
+# point (a whitespace run ends there; a number there has no space before it), so the estimate of a
+# text is the sum of the estimates of its parts (tests/unit/test_budget.py checks it).
+LINE_START = re.compile(r"(?<=\n)(?=\S)")
+#: Lines of at most this many characters have their estimate kept per process (_line).
+_KEPT_LINE = 1_000
+_line = lru_cache(maxsize=16_384)(_count_whole)
+
+
 class ApproxTokenCounter:
-    """The default counter: an estimate from the text alone (see the module docstring)."""
+    """The default counter: an estimate from the text alone (see the module docstring).
+
+    A text is counted line by line (LINE_START), which gives the count of the whole, and a process
+    keeps the counts of the short lines it has seen: the texts counted again and again (the blocks
+    a delivery fits, one turn after another) share most of their lines."""
 
     name = "approx-bpe-v1"
 
     def count(self, text: str) -> int:
         if not isinstance(text, str):
             raise InvalidArguments(f"count() takes a string, not {type(text).__name__}")
-        total = 0
-        seen: dict[str, int] = {}  # runs of letters repeat (words, a block's field names): each counted once
-        for match in _PIECES.finditer(text):
-            letters, digits, space, other = match.groups()
-            if letters:
-                n = seen.get(letters)
-                if n is None:
-                    n = seen[letters] = (_ascii_letters(letters) if letters.isascii()
-                                         else sum(_wide(c) for c in letters))
-                total += n
-            elif digits:
-                total += math.ceil(len(digits) / 3)
-                if match.start() > 0 and text[match.start() - 1] == " ":
-                    total += 1
-            elif space:
-                total += _whitespace(space)
-            else:
-                total += _symbol(other)
-        return total
+        return sum(_line(part) if len(part) <= _KEPT_LINE else _count_whole(part) for part in LINE_START.split(text))
 
     def __repr__(self) -> str:
         return "ApproxTokenCounter()"

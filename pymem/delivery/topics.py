@@ -11,6 +11,7 @@ sessions, so it must not be able to speak to them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any, cast
 
 from ..admission.scanning import instruction_shaped
@@ -21,6 +22,8 @@ __all__ = ["MAX_TOPIC", "derive_topic", "first_user_message", "topic_is_safe"]
 
 #: Longest topic, in characters (the ellipsis included).
 MAX_TOPIC = 80
+#: Topics whose verdict a process keeps (see topic_is_safe), least recently used dropped first.
+TOPIC_VERDICTS = 4096
 
 
 def first_user_message(messages: Sequence[Mapping[str, Any]]) -> str | None:
@@ -42,7 +45,16 @@ def _one_line(text: str) -> str:
 
 def topic_is_safe(topic: str) -> bool:
     """A topic may be shown to other sessions only if it is not instruction-shaped (checked again
-    at every delivery: the signatures may have grown since the session started)."""
+    at every delivery: the signatures may have grown since the session started).
+
+    The signatures are fixed for the life of a process (tuples in pymem.admission.signatures), so
+    the verdict on a given topic is too: a process keeps the last TOPIC_VERDICTS of them instead
+    of scanning every digest line of every delivery again (that was most of a delivery's time)."""
+    return _safe(topic)
+
+
+@lru_cache(maxsize=TOPIC_VERDICTS)
+def _safe(topic: str) -> bool:
     return instruction_shaped(topic) is None
 
 

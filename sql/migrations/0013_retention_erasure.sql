@@ -5,7 +5,8 @@
 --   and memories.expires_at is computed from it by the database's clock at every write
 --   (pymem._memories_expiry). The read policy hides an expired row from every reader, and the
 --   definer functions that apply the read policy themselves (scoped and session searches, a
---   session's hot memories and lessons) leave it out too. pymem.purge_expired deletes a tenant's
+--   session's hot memories and lessons) leave it out too, as do the vector rankings a hybrid
+--   search fuses (pymem._vector_ranking, pymem._session_ranking: migration 0012). pymem.purge_expired deletes a tenant's
 --   expired rows as chained memory.delete events (pymem.purge_expired_all: every tenant, for a
 --   scheduler); a write reusing an expired id reaps it first (pymem.reap_expired).
 -- * The ledger records who acted under a pseudonym (p:<random token>, pymem.actor_pseudonyms is
@@ -437,6 +438,145 @@ end
 $$;
 comment on function pymem._search_in_scope(vector, integer, jsonb, boolean, bigint) is 'Scoped exact search through the scope index, applying the read policy itself (definer); NULL when the scope holds p_cap rows or more';
 
+create or replace function pymem._vector_ranking(
+  p_query vector,
+  p_top_k integer,
+  p_scope_filter jsonb,
+  p_include_superseded boolean,
+  p_plan text,
+  p_exact_below bigint,
+  p_ef_search integer,
+  p_max_scan_tuples integer
+) returns table (id text, distance double precision)
+language plpgsql stable security invoker
+-- pymem.search's settings, for the same plans (see there)
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off
+set enable_sort = on
+set enable_indexscan = on
+set hnsw.iterative_scan = 'relaxed_order'
+set hnsw.ef_search = 40
+set hnsw.max_scan_tuples = 20000
+set search_path = pg_catalog, pg_temp
+as $$
+-- The ids and cosine distances of the rows pymem.search (vector mode, the same checks) returns,
+-- in its order (distance, then id): the ranking pymem._search_hybrid fuses, without the rows. The
+-- same plan choice, iterative HNSW scan with its fallback to exact, scoped exact search and
+-- complete top_k, under the caller's row-level security; keep the two in step. An expired row is
+-- left out by each read as well as by the read policy, so no caller (the owner's policy shows
+-- every row) is ranked one. Stable, so it reads with the snapshot of the statement that calls it.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_rows bigint;
+  v_table_rows double precision;
+  v_cap bigint;
+  v_plan text := p_plan;
+  v_scoped boolean;
+  v_ids text[];
+  v_dist double precision[];
+  v_any_scope boolean := p_scope_filter = '{}'::jsonb;
+begin
+  -- pymem.search's checks, for a caller of pymem._search_hybrid itself
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_scope_filter is null or (p_scope_filter <> '{}'::jsonb and not pymem._scope_is_flat(p_scope_filter)) then
+    raise exception 'pymem: the scope filter must be a flat object of non-empty string values' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
+  if v_tenant is null then
+    return;
+  end if;
+  select h.live_rows into v_rows from pymem.chain_heads h where h.tenant_id = v_tenant;
+  if coalesce(v_rows, 0) = 0 then
+    return;
+  end if;
+  v_scoped := (p_plan <> 'auto' or v_rows >= p_exact_below)
+              and (not v_any_scope or pymem._ctx_scope() <> '{}'::jsonb);
+  if p_plan = 'auto' then
+    v_plan := 'exact';
+    if v_rows >= p_exact_below then
+      select greatest(c.reltuples, v_rows) into v_table_rows
+        from pg_catalog.pg_class c where c.oid = 'pymem.memories'::regclass;
+      v_cap := greatest(p_exact_below, ceil(sqrt(8.0 * p_top_k * v_table_rows))::bigint);
+      if v_scoped then
+        v_ids := pymem._search_in_scope(p_query, p_top_k, p_scope_filter, p_include_superseded, v_cap);
+        v_plan := case when v_ids is null then 'hnsw' else 'scope' end;
+      elsif v_rows >= v_cap then
+        v_plan := 'hnsw';
+      end if;
+    end if;
+  end if;
+
+  if v_plan = 'hnsw' then
+    perform set_config('hnsw.ef_search', coalesce(p_ef_search, pymem._search_ef(p_top_k))::text, true),
+            set_config('hnsw.max_scan_tuples', p_max_scan_tuples::text, true),
+            set_config('enable_sort', 'off', true);
+    with candidates as materialized (
+      select m.id, m.embedding <=> p_query as distance
+        from pymem.memories m
+       where m.tenant_id = v_tenant
+         and (v_any_scope or m.scope @> p_scope_filter)
+         and m.erased_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+         and (p_include_superseded or m.invalidated_at is null)
+       order by m.embedding <=> p_query
+       limit p_top_k)
+    select array_agg(c.id order by c.distance + 0, c.id), array_agg(c.distance order by c.distance + 0, c.id)
+      into v_ids, v_dist
+      from candidates c
+     where c.distance <> 'NaN'::double precision;
+    perform set_config('enable_sort', 'on', true);
+    if coalesce(cardinality(v_ids), 0) >= p_top_k then
+      return query select u.id, u.distance from unnest(v_ids, v_dist) u(id, distance);
+      return;
+    end if;
+    v_plan := 'exact';
+  end if;
+
+  if v_plan = 'exact' and v_scoped then
+    v_ids := pymem._search_in_scope(p_query, p_top_k, p_scope_filter, p_include_superseded, null);
+    v_plan := 'scope';
+  end if;
+  if v_plan = 'scope' then
+    return query
+      select m.id, d.distance
+        from pymem.memories m
+             cross join lateral (select m.embedding <=> p_query as distance) d
+       where m.tenant_id = v_tenant and m.id = any (v_ids)
+         and m.erased_at is null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+         and (p_include_superseded or m.invalidated_at is null)
+         and (v_any_scope or m.scope @> p_scope_filter)
+         and d.distance <> 'NaN'::double precision
+       order by d.distance, m.id;
+    return;
+  end if;
+
+  perform set_config('enable_indexscan', 'off', true);
+  return query
+    select t.id, t.distance
+      from (select m.id, m.embedding <=> p_query as distance
+              from pymem.memories m
+             where m.tenant_id = v_tenant
+               and (v_any_scope or m.scope @> p_scope_filter)
+               and m.erased_at is null
+               and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+               and (p_include_superseded or m.invalidated_at is null)
+               and m.embedding is not null
+             order by 2, 1
+             limit p_top_k) t
+     where t.distance <> 'NaN'::double precision
+     order by t.distance, t.id;
+end
+$$;
+comment on function pymem._vector_ranking(vector, integer, jsonb, boolean, text, bigint, integer, integer) is 'pymem.search''s vector ranking as (id, distance) pairs, for the hybrid search to fuse; same plans, under the caller''s RLS';
+
 create or replace function pymem._text_candidates(
   p_text text,
   p_limit integer,
@@ -494,22 +634,26 @@ begin
   end if;
   return query
     with matched as (
-      select m.id, m.search_text
+      -- each row's length, and of its postings only those of the query's words: setweight marks
+      -- them (to_tsvector gives every position weight D) and ts_filter keeps what is marked, so
+      -- no row's whole tsvector is unnested
+      select m.id, length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', v_terms), '{a}') as words
         from pymem.memories m
        where m.search_text @@ v_match
          and m.tenant_id = v_tenant
-         and (m.scope || jsonb_object(array['', m.tenant_id])) @> v_key
+         -- the key without its tenant: the same test as the scope index's expression, but one no
+         -- index answers, so the rows come from the text index, the ones holding a word
+         and m.scope @> (v_key - '')
          and m.erased_at is null
          and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (p_include_superseded or m.invalidated_at is null)
          and m.embedding is not null
          and (v_read is null or m.source_adapter = any (v_read))),
     lengths as (
-      select avg(length(x.search_text))::double precision as avgdl from matched x),
+      select avg(x.dl)::double precision as avgdl from matched x),
     hits as (
-      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
-        from matched x cross join lateral unnest(x.search_text) u
-       where u.lexeme = any (v_terms)),
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, x.dl
+        from matched x cross join lateral unnest(x.words) u),
     df as (
       select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme)
     select h.id,
@@ -578,15 +722,17 @@ end
 $$;
 comment on function pymem.session_hot(text, integer) is 'The live hot memories a session receives (its scope and its ancestors), newest first; definer, applying that rule itself';
 
-create or replace function pymem.session_search(
-  p_session text,
+create or replace function pymem._session_ranking(
+  p_scopes jsonb[],
+  p_scope_keys bytea[],
+  p_live_rows bigint,
   p_query vector,
   p_top_k integer,
-  p_plan text default 'auto',
-  p_exact_below bigint default 2000
-) returns setof pymem.search_hit
-language plpgsql volatile security definer
--- As in pymem.search: the plan is chosen below from a count and each branch pins its shape.
+  p_plan text,
+  p_exact_below bigint
+) returns table (id text, distance double precision)
+language plpgsql stable security invoker
+-- pymem.session_search's settings, for the same plans (see there)
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 set enable_sort = on
@@ -596,42 +742,30 @@ set hnsw.ef_search = 40
 set hnsw.max_scan_tuples = 20000
 set search_path = pg_catalog, pg_temp
 as $$
--- The p_top_k live, non-superseded memories that session p_session receives (its scope's and its
--- ancestors', within the read allow-list: pymem._session_scopes) closest to p_query by cosine,
--- best first (score desc, then id), shaped as pymem.search's hits with records without vectors:
--- what a delivery recalls. Definer for the reason pymem.session_hot is.
---
--- The plan is pymem.search's, decided by n, the rows in those scopes (pymem.scope_rows): below
--- cap = max(p_exact_below, sqrt(8 * top_k * table rows)) every one of them is ranked exactly,
--- read by its scope key; above, HNSW with an iterative scan keeps the candidates in those scopes,
--- re-sorted, and the exact plan takes over whenever the scan comes back short. 'exact' and
--- 'hnsw' force a plan (tests, benchmarks). A ranking with more signals (full text) changes the
--- two statements below; what the session receives stays decided by pymem._session_scopes.
+-- The ids and cosine distances of the p_top_k live, non-superseded, unexpired memories of the
+-- context's tenant in the scopes p_scopes (their keys p_scope_keys, p_live_rows rows in them: what
+-- pymem._session_scopes returns for a session) closest to p_query, best first (distance, then
+-- id), within the read allow-list: pymem.session_search's ranking, and the one
+-- pymem.session_search_hybrid fuses. The plan is pymem.session_search's: exact below cap =
+-- max(p_exact_below, sqrt(8 * top_k * table rows)) rows, else HNSW with an iterative scan,
+-- re-sorted, the exact plan taking over whenever the scan comes back short. Only those two
+-- definer functions call it (no login may: it takes the scopes as given), and stable, so it reads
+-- with the snapshot of the statement that calls it.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_read text[] := pymem._ctx_read_adapters();
   v_plan text := p_plan;
   v_table_rows double precision;
-  v_hits pymem.search_hit[];
-  f record;
+  v_ids text[];
+  v_dist double precision[];
 begin
-  if p_query is null or vector_norm(p_query) = 0 then
-    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
-  end if;
-  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
-    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
-  end if;
-  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
-    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
-  end if;
-  select * into f from pymem._session_scopes(p_session);
-  if f.session_scope is null or f.live_rows = 0 then
+  if v_tenant is null or coalesce(p_live_rows, 0) = 0 then
     return;
   end if;
   if p_plan = 'auto' then
-    select greatest(c.reltuples, f.live_rows) into v_table_rows
+    select greatest(c.reltuples, p_live_rows) into v_table_rows
       from pg_catalog.pg_class c where c.oid = 'pymem.memories'::regclass;
-    v_plan := case when f.live_rows < greatest(p_exact_below, ceil(sqrt(8.0 * p_top_k * v_table_rows))::bigint)
+    v_plan := case when p_live_rows < greatest(p_exact_below, ceil(sqrt(8.0 * p_top_k * v_table_rows))::bigint)
                    then 'exact' else 'hnsw' end;
   end if;
 
@@ -640,52 +774,43 @@ begin
     perform set_config('hnsw.ef_search', pymem._search_ef(p_top_k)::text, true),
             set_config('enable_sort', 'off', true);
     with candidates as materialized (
-      select m.id, coalesce(m.record_lite, m.record) as record, m.content, m.kind, m.tags, m.scope, m.origin,
-             m.provenance, m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at,
-             m.revision, m.embedding <=> p_query as distance
+      select m.id, m.embedding <=> p_query as distance
         from pymem.memories m
-       where m.tenant_id = v_tenant and m.scope = any (f.scopes)
+       where m.tenant_id = v_tenant and m.scope = any (p_scopes)
          and m.erased_at is null and m.invalidated_at is null
          and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))
        order by m.embedding <=> p_query
        limit p_top_k)
-    select array_agg(row(c.id, c.record, c.content, c.kind, c.tags, c.scope, c.origin, c.provenance, c.confidence,
-                         c.source_adapter, c.injection_source, c.policy_fingerprint, c.created_at,
-                         c.revision, 1 - c.distance)::pymem.search_hit
-                     order by c.distance + 0, c.id)
-      into v_hits
+    select array_agg(c.id order by c.distance + 0, c.id), array_agg(c.distance order by c.distance + 0, c.id)
+      into v_ids, v_dist
       from candidates c
      where c.distance <> 'NaN'::double precision;
     perform set_config('enable_sort', 'on', true);
-    if coalesce(cardinality(v_hits), 0) >= p_top_k then
-      return query select h.* from unnest(v_hits) h;
+    if coalesce(cardinality(v_ids), 0) >= p_top_k then
+      return query select u.id, u.distance from unnest(v_ids, v_dist) u(id, distance);
       return;
     end if;
   end if;
 
-  -- exact: the rows of those scopes by their key, narrow (id, distance) pairs ranked first, the
-  -- top_k read back by the primary key (never the HNSW index: enable_indexscan off)
+  -- exact: the rows of those scopes by their key, never the HNSW index (enable_indexscan off)
   perform set_config('enable_indexscan', 'off', true);
   return query
-    select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
-           m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-           1 - t.distance
+    select t.id, t.distance
       from (select m.id, m.embedding <=> p_query as distance
               from pymem.memories m
              where m.tenant_id = v_tenant
-               and sha256(m.scope::text::bytea) = any (f.scope_keys) and m.scope = any (f.scopes)
+               and sha256(m.scope::text::bytea) = any (p_scope_keys) and m.scope = any (p_scopes)
                and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
                and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
                and (v_read is null or m.source_adapter = any (v_read))
              order by 2, 1
              limit p_top_k) t
-      join pymem.memories m on m.tenant_id = v_tenant and m.id = t.id
      where t.distance <> 'NaN'::double precision
      order by t.distance, t.id;
 end
 $$;
-comment on function pymem.session_search(text, vector, integer, text, bigint) is 'Cosine search over the memories a session receives (its scope and its ancestors); definer, applying that rule itself; exact or iterative HNSW as pymem.search';
+comment on function pymem._session_ranking(jsonb[], bytea[], bigint, vector, integer, text, bigint) is 'The vector ranking of what a session receives, as (id, distance) pairs, given its scopes; called only by the session search functions';
 
 create or replace function pymem.session_receives(p_session text, p_ids text[]) returns text[]
 language plpgsql stable security definer
@@ -728,17 +853,21 @@ create or replace function pymem.session_search_hybrid(
   p_rrf_k double precision default 10
 ) returns setof pymem.search_hit
 language plpgsql volatile security definer
+-- as pymem.search: the statement's shape does not depend on the values, and planning it afresh on
+-- every call cost more than running it on a session's few hundred rows
+set plan_cache_mode = force_generic_plan
 set search_path = pg_catalog, pg_temp
 as $$
 -- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:
--- the vector ranking (pymem.session_search itself, so the same plans and rule) and a BM25
--- ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates) over the same
--- rows, each cut at v_pool rows, fused by reciprocal rank: 1 / (p_rrf_k + vector rank) +
--- p_text_weight / (p_rrf_k + text rank). The p_top_k best come back in that order, each with its
--- cosine similarity as score: what a delivery recalls. What the session receives stays decided by
--- pymem._session_scopes (its scope and its ancestors, within the read allow-list); the text
--- ranking's document frequencies and lengths are counted over those rows only. Definer for the
--- reason pymem.session_hot is (and the text match, not leakproof, uses the GIN index only so).
+-- the vector ranking (pymem._session_ranking, pymem.session_search's own, so the same plans and
+-- rule) and a BM25 ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates)
+-- over the same rows, each cut at v_pool rows, fused by reciprocal rank: 1 / (p_rrf_k + vector
+-- rank) + p_text_weight / (p_rrf_k + text rank). The p_top_k best come back in that order, each
+-- with its cosine similarity as score: what a delivery recalls. What the session receives stays
+-- decided by pymem._session_scopes (its scope and its ancestors, within the read allow-list); the
+-- text ranking's document frequencies and lengths are counted over those rows only. Definer for
+-- the reason pymem.session_hot is (and the text match, not leakproof, uses the GIN index only so).
+-- The candidates are walked in fused order, each row read by its key, until p_top_k are found.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_read text[] := pymem._ctx_read_adapters();
@@ -755,11 +884,15 @@ begin
      or p_rrf_k is null or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
     raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
   end if;
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
   v_pool := least(1000, greatest(4 * p_top_k, 50));
   select * into f from pymem._session_scopes(p_session);
   if f.session_scope is null or f.live_rows = 0 then
-    -- still validates the query and the plan, as pymem.session_search does
-    return query select * from pymem.session_search(p_session, p_query, p_top_k, p_plan, p_exact_below);
     return;
   end if;
   if p_text is not null then
@@ -773,10 +906,11 @@ begin
   end if;
   return query
     with vec as (
-      select h.id, row_number() over (order by h.score desc, h.id) as r
-        from pymem.session_search(p_session, p_query, v_pool, p_plan, p_exact_below) h),
+      select h.id, row_number() over (order by 1 - h.distance desc, h.id) as r
+        from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, v_pool, p_plan, p_exact_below) h),
     matched as (
-      select m.id, m.search_text
+      -- each row's length, and only its postings of the query's words (as pymem._text_candidates)
+      select m.id, length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', v_terms), '{a}') as words
         from pymem.memories m
        where v_match is not null
          and m.search_text @@ v_match
@@ -785,11 +919,10 @@ begin
          and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))),
     lengths as (
-      select avg(length(x.search_text))::double precision as avgdl from matched x),
+      select avg(x.dl)::double precision as avgdl from matched x),
     hits as (
-      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
-        from matched x cross join lateral unnest(x.search_text) u
-       where u.lexeme = any (v_terms)),
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, x.dl
+        from matched x cross join lateral unnest(x.words) u),
     df as (
       select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme),
     bm25 as (
@@ -809,12 +942,15 @@ begin
     select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
            m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
            1 - (m.embedding <=> p_query)
-      from fused x
-      join pymem.memories m on m.tenant_id = v_tenant and m.id = x.id
-     where m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
-       and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
-       and (v_read is null or m.source_adapter = any (v_read))
-     order by x.fused desc, m.id
+      from (select x.id, x.fused from fused x order by x.fused desc, x.id) x
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = x.id
+                and m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
+                and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+                and (v_read is null or m.source_adapter = any (v_read))
+              limit 1) m
+     order by x.fused desc, x.id
      limit p_top_k;
 end
 $$;
@@ -828,9 +964,11 @@ end
 $$;
 
 do $$
+declare
+  v_schema text := (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector');
 begin
-  execute format('alter function pymem.session_search(text, vector, integer, text, bigint) set search_path = pg_catalog, %I, pg_temp',
-                 (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector'));
+  execute format('alter function pymem._vector_ranking(vector, integer, jsonb, boolean, text, bigint, integer, integer) set search_path = pg_catalog, %I, pg_temp', v_schema);
+  execute format('alter function pymem._session_ranking(jsonb[], bytea[], bigint, vector, integer, text, bigint) set search_path = pg_catalog, %I, pg_temp', v_schema);
 end
 $$;
 

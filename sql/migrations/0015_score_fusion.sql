@@ -6,8 +6,11 @@
 -- over the query's best BM25 score, and that sum is the score it comes back with (so the
 -- similarity floor applies to it). Reciprocal-rank fusion (p_rrf_k given) is unchanged and stays
 -- the SQL default; the library passes the fusion calibrated for its embedder
--- (pymem.embedder.hybrid_fusion_of). Signatures, privileges and owners are unchanged; the
--- functions are replaced in place, so their search_path is pinned again.
+-- (pymem.embedder.hybrid_fusion_of). Both keep the shape of migration 0012 (rows read by their
+-- key in fused order until p_top_k are found) and the expiry filter of 0013: the fused score is the
+-- order key, computed before any row is read, from the vector ranking's distance and, for a row
+-- found by its words alone, its vector read by its key. Signatures, privileges and owners are
+-- unchanged; the functions are replaced in place, so their search_path is pinned again.
 
 set role pymem_owner;
 
@@ -28,9 +31,9 @@ create or replace function pymem._search_hybrid(
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
--- pymem.search with a query text: the vector ranking (pymem.search itself, so the same plans,
--- scope handling and complete top_k) and the BM25 ranking (pymem._text_candidates) of the same
--- context, each cut at v_pool rows, fused in one of two ways:
+-- pymem.search with a query text: the vector ranking (pymem._vector_ranking: pymem.search's own,
+-- so the same plans, scope handling and complete top_k) and the BM25 ranking
+-- (pymem._text_candidates) of the same context, each cut at v_pool rows, fused in one of two ways:
 -- * by score (p_rrf_k NULL): a row scores its cosine similarity + p_text_weight x its BM25 score
 --   over the best BM25 score of the query (so the best word match gains p_text_weight, a row
 --   matching no word nothing); that fused score is the row's score. It needs p_text_weight on the
@@ -40,6 +43,11 @@ as $$
 --   is the cosine similarity.
 -- The p_top_k best come back in fused order, read back under the caller's row-level security. The
 -- vector ranking alone returns min(p_top_k, the rows in play) rows, so the fused result is as complete.
+--
+-- The fused order is known before any row is read: a row of the vector ranking brings its cosine
+-- (1 - its distance), and only a row found by its words alone has its vector read, by its key.
+-- The candidates are then walked in that order and each row read by its key (a lateral lookup the
+-- planner cannot turn into a join of the whole tenant) until p_top_k are found.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_pool integer := least(1000, greatest(4 * p_top_k, 50));
@@ -54,28 +62,37 @@ begin
   end if;
   return query
     with vec as (
-      select h.id, row_number() over (order by h.score desc, h.id) as r
-        from pymem.search(p_query, v_pool, p_scope_filter, p_include_superseded, false, p_plan,
-                          p_exact_below, p_ef_search, p_max_scan_tuples) h),
+      select h.id, h.distance, row_number() over (order by 1 - h.distance desc, h.id) as r
+        from pymem._vector_ranking(p_query, v_pool, p_scope_filter, p_include_superseded, p_plan, p_exact_below,
+                                   p_ef_search, p_max_scan_tuples) h),
     txt as (
       select c.id, row_number() over (order by c.score desc, c.id) as r,
              c.score / nullif(max(c.score) over (), 0) as share  -- of the best word match
         from pymem._text_candidates(p_text, v_pool, p_scope_filter, p_include_superseded) c),
     fused as (
-      select coalesce(v.id, t.id) as id, coalesce(t.share, 0) as share,
-             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as by_rank
+      -- the order key; by score, a row the vector ranking missed reads its vector by its key
+      select coalesce(v.id, t.id) as id,
+             case when p_rrf_k is null
+                  then coalesce(1 - v.distance,
+                                (select 1 - (m.embedding <=> p_query) from pymem.memories m
+                                  where m.tenant_id = v_tenant and m.id = t.id))
+                       + p_text_weight * coalesce(t.share, 0)
+                  else coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0)
+             end as fused
         from vec v full join txt t on t.id = v.id)
     select m.id, case when p_with_vectors then m.record else coalesce(m.record_lite, m.record) end,
            m.content, m.kind, m.tags, m.scope, m.origin, m.provenance, m.confidence, m.source_adapter,
            m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-           case when p_rrf_k is null then s.cosine + p_text_weight * f.share else s.cosine end
-      from fused f
-      join pymem.memories m on m.tenant_id = v_tenant and m.id = f.id
-      cross join lateral (select 1 - (m.embedding <=> p_query) as cosine) s
-     where m.erased_at is null
-       and (p_include_superseded or m.invalidated_at is null)
-       and (v_any_scope or m.scope @> p_scope_filter)
-     order by case when p_rrf_k is null then s.cosine + p_text_weight * f.share else f.by_rank end desc, m.id
+           case when p_rrf_k is null then f.fused else 1 - (m.embedding <=> p_query) end
+      from (select f.id, f.fused from fused f order by f.fused desc, f.id) f
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = f.id
+                and m.erased_at is null
+                and (p_include_superseded or m.invalidated_at is null)
+                and (v_any_scope or m.scope @> p_scope_filter)
+              limit 1) m
+     order by f.fused desc, f.id
      limit p_top_k;
 end
 $$;
@@ -92,19 +109,24 @@ create or replace function pymem.session_search_hybrid(
   p_rrf_k double precision default 10
 ) returns setof pymem.search_hit
 language plpgsql volatile security definer
+-- as pymem.search: the statement's shape does not depend on the values, and planning it afresh on
+-- every call cost more than running it on a session's few hundred rows
+set plan_cache_mode = force_generic_plan
 set search_path = pg_catalog, pg_temp
 as $$
 -- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:
--- the vector ranking (pymem.session_search itself, so the same plans and rule) and a BM25
--- ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates) over the same
--- rows, each cut at v_pool rows, fused by score when p_rrf_k is NULL (cosine similarity +
--- p_text_weight x BM25 / the query's best BM25; that sum is the score) or else by reciprocal
--- rank (1 / (p_rrf_k + vector rank) + p_text_weight / (p_rrf_k + text rank); the score is the
--- cosine similarity). The p_top_k best come back in that order: what a delivery recalls. What
--- the session receives stays decided by pymem._session_scopes (its scope and its ancestors,
--- within the read allow-list); the text
--- ranking's document frequencies and lengths are counted over those rows only. Definer for the
--- reason pymem.session_hot is (and the text match, not leakproof, uses the GIN index only so).
+-- the vector ranking (pymem._session_ranking, pymem.session_search's own, so the same plans and
+-- rule) and a BM25 ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates)
+-- over the same rows, each cut at v_pool rows, fused by score when p_rrf_k is NULL (cosine
+-- similarity + p_text_weight x BM25 / the query's best BM25; that sum is the score) or else by
+-- reciprocal rank (1 / (p_rrf_k + vector rank) + p_text_weight / (p_rrf_k + text rank); the score
+-- is the cosine similarity). The p_top_k best come back in that order: what a delivery recalls.
+-- What the session receives stays decided by pymem._session_scopes (its scope and its ancestors,
+-- within the read allow-list); the text ranking's document frequencies and lengths are counted
+-- over those rows only. Definer for the reason pymem.session_hot is (and the text match, not
+-- leakproof, uses the GIN index only so). The fused order is known before any row is read (only a
+-- row found by its words alone has its vector read, by its key, for its cosine); the candidates
+-- are walked in that order, each row read by its key, until p_top_k are found.
 declare
   v_tenant text := pymem._ctx_tenant();
   v_read text[] := pymem._ctx_read_adapters();
@@ -121,11 +143,15 @@ begin
      or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
     raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
   end if;
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
   v_pool := least(1000, greatest(4 * p_top_k, 50));
   select * into f from pymem._session_scopes(p_session);
   if f.session_scope is null or f.live_rows = 0 then
-    -- still validates the query and the plan, as pymem.session_search does
-    return query select * from pymem.session_search(p_session, p_query, p_top_k, p_plan, p_exact_below);
     return;
   end if;
   if p_text is not null then
@@ -139,22 +165,23 @@ begin
   end if;
   return query
     with vec as (
-      select h.id, row_number() over (order by h.score desc, h.id) as r
-        from pymem.session_search(p_session, p_query, v_pool, p_plan, p_exact_below) h),
+      select h.id, h.distance, row_number() over (order by 1 - h.distance desc, h.id) as r
+        from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, v_pool, p_plan, p_exact_below) h),
     matched as (
-      select m.id, m.search_text
+      -- each row's length, and only its postings of the query's words (as pymem._text_candidates)
+      select m.id, length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', v_terms), '{a}') as words
         from pymem.memories m
        where v_match is not null
          and m.search_text @@ v_match
          and m.tenant_id = v_tenant and m.scope = any (f.scopes)
          and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
          and (v_read is null or m.source_adapter = any (v_read))),
     lengths as (
-      select avg(length(x.search_text))::double precision as avgdl from matched x),
+      select avg(x.dl)::double precision as avgdl from matched x),
     hits as (
-      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
-        from matched x cross join lateral unnest(x.search_text) u
-       where u.lexeme = any (v_terms)),
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, x.dl
+        from matched x cross join lateral unnest(x.words) u),
     df as (
       select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme),
     bm25 as (
@@ -170,18 +197,28 @@ begin
              b.score / nullif(max(b.score) over (), 0) as share  -- of the best word match
         from bm25 b),
     fused as (
-      select coalesce(v.id, t.id) as id, coalesce(t.share, 0) as share,
-             coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0) as by_rank
+      -- the order key; by score, a row the vector ranking missed reads its vector by its key
+      select coalesce(v.id, t.id) as id,
+             case when p_rrf_k is null
+                  then coalesce(1 - v.distance,
+                                (select 1 - (m.embedding <=> p_query) from pymem.memories m
+                                  where m.tenant_id = v_tenant and m.id = t.id))
+                       + p_text_weight * coalesce(t.share, 0)
+                  else coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0)
+             end as fused
         from vec v full join txt t on t.id = v.id)
     select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
            m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
-           case when p_rrf_k is null then s.cosine + p_text_weight * x.share else s.cosine end
-      from fused x
-      join pymem.memories m on m.tenant_id = v_tenant and m.id = x.id
-      cross join lateral (select 1 - (m.embedding <=> p_query) as cosine) s
-     where m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
-       and (v_read is null or m.source_adapter = any (v_read))
-     order by case when p_rrf_k is null then s.cosine + p_text_weight * x.share else x.by_rank end desc, m.id
+           case when p_rrf_k is null then x.fused else 1 - (m.embedding <=> p_query) end
+      from (select x.id, x.fused from fused x order by x.fused desc, x.id) x
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = x.id
+                and m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
+                and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+                and (v_read is null or m.source_adapter = any (v_read))
+              limit 1) m
+     order by x.fused desc, x.id
      limit p_top_k;
 end
 $$;

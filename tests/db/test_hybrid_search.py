@@ -8,6 +8,7 @@ app login and as a bound agent login: the definer that reads the text index
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import psycopg
@@ -202,3 +203,126 @@ def test_a_bound_agent_cannot_reach_a_sibling_scope_through_the_sessions_hybrid_
     with psycopg.connect(login_dsn(seeded, AGENT_LOGIN)) as agent:
         # the blue session is outside the login's bound scope: nothing, not the blue row
         assert _session_search(agent, "hybrid", "s-blue", k=1000, adapter="x", scope={"team": "red"}) == []
+
+
+def _vector_ranking(conn, tenant, plan, scope=None, read=None, scope_filter=None, adapter=None):
+    conn.execute("select pymem.set_context(%s, 'reader', %s, %s, %s)", (tenant, adapter, Jsonb(scope or {}), read))
+    rows = conn.execute("select id from pymem._vector_ranking(%s::text::vector, 1000, %s, true, %s, 2000, null, 20000)",
+                        (json.dumps(QUERY), Jsonb(scope_filter or {}), plan)).fetchall()
+    conn.rollback()
+    return sorted(r[0] for r in rows)
+
+
+def test_the_vector_ranking_a_hybrid_search_fuses_names_only_rows_the_context_may_read(seeded):
+    """pymem._vector_ranking (ids and distances, no rows) runs as its caller: row-level security
+    decides what it ranks, whichever plan it takes, as for pymem.search."""
+    acme = {f"a-{i}" for i in range(12)} | {"a-zebra", "a-blue", "a-near", "a-agent"}
+    red = acme - {"a-blue"}
+    with seeded.app() as conn:
+        for plan in ("exact", "hnsw"):
+            assert set(_vector_ranking(conn, "acme", plan)) == acme
+            assert set(_vector_ranking(conn, "acme", plan, scope={"team": "red"})) == red
+            assert _vector_ranking(conn, "acme", plan, scope_filter={"team": "blue"}) == ["a-blue"]
+            assert _vector_ranking(conn, "acme", plan, read=["x"]) == ["a-agent"]
+            assert _vector_ranking(conn, "acme", plan, read=[]) == []
+            assert _vector_ranking(conn, "globex", plan) == ["g-zebra"]
+            assert _vector_ranking(conn, "nobody", plan) == []
+        # no tenant set: nothing, not everything
+        assert conn.execute("select count(*) from pymem._vector_ranking(%s::text::vector, 10, '{}', true, 'exact',"
+                            " 2000, null, 20000)", (json.dumps(QUERY),)).fetchone()[0] == 0
+    bind_login(seeded, AGENT_LOGIN, adapter="x", tenants=["acme"], scope={"team": "red"})
+    with psycopg.connect(login_dsn(seeded, AGENT_LOGIN)) as agent:
+        found = _vector_ranking(agent, "acme", "exact", scope={"team": "red"}, adapter="x")
+        assert found and set(found) <= red
+        assert _vector_ranking(agent, "acme", "exact", scope={"team": "red"}, scope_filter={"team": "blue"},
+                               adapter="x") == []
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not bound to tenant globex"):
+            _vector_ranking(agent, "globex", "exact", adapter="x")
+
+
+def test_no_login_ranks_scopes_of_its_own_choosing_through_the_session_ranking(seeded):
+    """pymem._session_ranking ranks the scopes it is given: only the session search functions,
+    which take them from the session, run it. The app login and a bound agent asking it for a
+    sibling scope's rows are refused, and nothing is returned."""
+    bind_login(seeded, AGENT_LOGIN, adapter="x", tenants=["acme"], scope={"team": "red"})
+    blue = Jsonb({"team": "blue"})
+    for connect, adapter in ((seeded.app, None), (lambda: psycopg.connect(login_dsn(seeded, AGENT_LOGIN)), "x")):
+        with connect() as conn:
+            conn.execute("select pymem.set_context('acme', 'reader', %s, %s, null)", (adapter, Jsonb({"team": "red"})))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("select id from pymem._session_ranking(array[%s::jsonb], array[sha256(%s::text::bytea)],"
+                             " 100, %s::text::vector, 10, 'exact', 2000)", (blue, blue, json.dumps(QUERY)))
+
+
+# BM25 as the hybrid search defined it when it was introduced: every matched row's whole tsvector
+# unnested. pymem._text_candidates now reads only the query's postings of each row; the ranking
+# and the scores must be the same.
+_BM25_REFERENCE = """
+with terms as (
+  select array_agg(u.lexeme) as t
+    from (select u.lexeme from unnest(to_tsvector('english', %(text)s)) u limit 64) u),
+matched as (
+  select m.id, m.search_text from pymem.memories m, terms
+   where m.tenant_id = %(tenant)s and m.erased_at is null and m.invalidated_at is null
+     and m.embedding is not null and tsvector_to_array(m.search_text) && terms.t),
+lengths as (select avg(length(x.search_text))::double precision as avgdl from matched x),
+hits as (
+  select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, length(x.search_text) as dl
+    from matched x cross join lateral unnest(x.search_text) u, terms where u.lexeme = any (terms.t)),
+df as (select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme),
+rows_in_play as (select h.live_rows::double precision as n from pymem.chain_heads h where h.tenant_id = %(tenant)s)
+select h.id,
+       sum(ln(1 + (greatest(r.n, d.n) - d.n + 0.5) / (d.n + 0.5))
+           * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.dl / greatest(l.avgdl, 1))))::double precision
+  from hits h join df d on d.lexeme = h.lexeme cross join lengths l cross join rows_in_play r
+ group by h.id
+ order by 2 desc, 1
+"""
+
+
+@pytest.mark.parametrize("text", [TEXT, "zebra", "the keeper of a zebra lighthouse, zebra!", "filler note 3 zebra"])
+def test_text_candidates_score_bm25_as_unnesting_every_matched_row_does(seeded, text):
+    with seeded.app() as conn:
+        _insert(conn, "acme", [("a-twice", {"team": "red"}, "zebra zebra zebra lighthouse, a zebra note", 2.0),
+                               ("a-long", {"team": "red"}, " ".join(f"word{i}" for i in range(60)) + " zebra", 3.0)])
+        conn.execute("select pymem.set_context('acme', 'reader', null, '{}'::jsonb, null)")
+        expected = conn.execute(_BM25_REFERENCE, {"text": text, "tenant": "acme"}).fetchall()
+        got = conn.execute("select id, score from pymem._text_candidates(%s, 1000, '{}', false)", (text,)).fetchall()
+        conn.rollback()
+    assert [r[0] for r in got] == [r[0] for r in expected] and len(got) >= 3
+    assert [r[1] for r in got] == pytest.approx([r[1] for r in expected], rel=1e-12)
+
+
+def test_search_text_stays_in_the_row_beside_a_vector(seeded):
+    """A row holding a 384-dimension vector passes the TOAST threshold; its search_text must stay
+    in the row (storage main), or every text candidate reads it back from the TOAST table."""
+    with seeded.app() as conn:
+        if conn.info.server_version < 170000:
+            pytest.skip("pg_column_toast_chunk_id needs PostgreSQL 17")
+        # 150 distinct made-up words: a tsvector of about 2 kB that compresses badly
+        words = " ".join("".join("bdfgklmnprstvz"[b % 14] + "aeiou"[b // 14 % 5] for b in hashlib.sha256(b"%d" % i).digest()[:4])
+                         for i in range(150))
+        _insert(conn, "acme", [("a-wordy", {"team": "red"}, words, 4.0)])
+        conn.execute("select pymem.set_context('acme', 'reader', null, '{}'::jsonb, null)")
+        row = conn.execute("select length(search_text), pg_column_toast_chunk_id(search_text) is null"
+                           " from pymem.memories where id = 'a-wordy'").fetchone()
+        conn.rollback()
+    assert row[0] > 140 and row[1]
+
+
+@pytest.mark.parametrize("bad", [
+    {"query": [0.0] * DIM},
+    {"plan": "fastest"},
+    {"scope_filter": {"team": {"x": 1}}},
+])
+def test_the_private_hybrid_search_refuses_what_pymem_search_refuses(seeded, bad):
+    """pymem._search_hybrid is callable by the app: its vector ranking checks its arguments as
+    pymem.search does, with the same typed error, rather than ranking nonsense."""
+    query = bad.get("query", QUERY)
+    with seeded.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'reader', null, '{}'::jsonb, null)")
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute("select id from pymem._search_hybrid(%s::text::vector, %s, %s, %s, false, false, %s, 2000,"
+                         " null, 20000, 1.0, 10)",
+                         (json.dumps(query), TEXT, bad.get("k", 5), Jsonb(bad.get("scope_filter", {})),
+                          bad.get("plan", "auto"))).fetchall()

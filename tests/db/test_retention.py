@@ -370,3 +370,23 @@ def test_the_definer_reads_leave_an_expired_row_out(store, database):
     leaked = {name: seen & {"m1", lesson_id} for name, seen in after.items() if seen & {"m1", lesson_id}}
     assert not leaked, leaked
     assert all(after[name] for name in calls if name != "session_lessons"), after
+
+
+def test_the_vector_rankings_leave_an_expired_row_out_for_a_caller_the_read_policy_shows_it(store, database):
+    """pymem._vector_ranking runs with its caller's rights: for the app the read policy hides an
+    expired row, but the owner's policy shows every row (the session searches run their ranking as
+    the owner). Each of its plans (exact, HNSW, scoped) leaves the expired row out itself."""
+    mem = store.bind(Context(tenant="acme", actor="app"))
+    vec = EMBEDDER.embed_one("green tea in the morning")
+    mem.add([{"id": f"m{i}", "content": f"green tea in the morning {i}", "embedding": vec,
+              "scope": {"user": "u1"}} for i in range(3)])
+    expire(database, "m1")
+    with database.admin() as conn, conn.transaction():
+        conn.execute("set local role pymem_owner")
+        conn.execute("select pymem.set_context('acme', 'app')")
+        assert conn.execute("select count(*) from pymem.memories where id = 'm1'").fetchone()[0] == 1
+        for plan, scope_filter in (("exact", "{}"), ("hnsw", "{}"), ("exact", '{"user": "u1"}')):
+            found = {r[0] for r in conn.execute(
+                "select id from pymem._vector_ranking(%s::vector, 10, %s::jsonb, false, %s, 2000, null, 20000)",
+                (str(vec), scope_filter, plan))}
+            assert found == {"m0", "m2"}, (plan, scope_filter, found)

@@ -175,3 +175,59 @@ def test_hybrid_search_fused_by_score_never_returns_a_row_outside_tenant_or_scop
             conn.rollback()
     assert found == {("acme", "{}"): ["a-blue", "a-red"], ("acme", '{"team": "red"}'): ["a-red"],
                      ("globex", "{}"): ["g-red"]}
+
+
+def _fused_reference(cosines, words, k, weight, rank_constant, pool):
+    """The fusion as defined over the two rankings, each cut at `pool`: by score (rank_constant
+    None) or by reciprocal rank; (id, score) pairs in fused order."""
+    by_vector = sorted(cosines, key=lambda i: (-cosines[i], i))[:pool]
+    by_text = sorted(words, key=lambda i: (-words[i], i))[:pool]
+    best = max(words.values(), default=0.0)
+    vrank = {i: n for n, i in enumerate(by_vector, 1)}
+    trank = {i: n for n, i in enumerate(by_text, 1)}
+    key = {}
+    for i in set(by_vector) | set(by_text):
+        if rank_constant is None:
+            key[i] = cosines[i] + weight * (words[i] / best if i in trank else 0.0)
+        else:
+            key[i] = (1 / (rank_constant + vrank[i]) if i in vrank else 0.0) + \
+                weight * (1 / (rank_constant + trank[i]) if i in trank else 0.0)
+    order = sorted(key, key=lambda i: (-key[i], i))[:k]
+    return [(i, key[i] if rank_constant is None else cosines[i]) for i in order]
+
+
+@pytest.mark.parametrize("rank_constant", [None, 10.0])
+def test_a_word_match_outside_the_vector_pool_is_fused_with_its_own_cosine(database, rank_constant):
+    """With more rows than the vector ranking's pool (top_k 5: 50 rows), word matches far from the
+    query are candidates by their words alone. Their cosine is read by their key; they score and
+    rank as the fusion defines over both rankings, in pymem.search and in a session's hybrid search."""
+    with database.app() as conn:
+        conn.execute("select pymem.set_context('acme', 'loader', null, '{}'::jsonb, null)")
+        rows = [(f"a-{i:02d}", f"filler note {i}", [1.0, 0.01 * i]) for i in range(70)]
+        rows += [("a-zebra", "The zebra lighthouse keeper", [0.0, 0.0]), ("a-half", "a lighthouse", [0.3, 0.0]),
+                 ("a-far", "zebra zebra crossing", [0.1, 0.0])]
+        for memory_id, content, head in rows:
+            vector = head + [0.0] * (DIM - 3) + [1.0 if head == [0.0, 0.0] else 0.2]
+            conn.execute("insert into pymem.memories (tenant_id, id, content, embedding) values ('acme', %s, %s,"
+                         " %s::text::vector)", (memory_id, content, json.dumps(vector)))
+        conn.execute("insert into pymem.sessions (tenant_id, id, scope, surface) values ('acme', 's', '{}', 'api')")
+        conn.commit()
+        conn.execute("select pymem.set_context('acme', 'reader', null, '{}'::jsonb, null)")
+        cosines = dict(conn.execute("select id, 1 - (embedding <=> %s::text::vector) from pymem.memories",
+                                    (json.dumps(QUERY),)).fetchall())
+        words = dict(conn.execute("select id, score from pymem._text_candidates(%s, 1000, '{}'::jsonb, false)",
+                                  (TEXT,)).fetchall())
+        searched = conn.execute("select id, score from pymem.search(%s::text::vector, 5, p_text => %s,"
+                                " p_text_weight => 2.0, p_rrf_k => %s)",
+                                (json.dumps(QUERY), TEXT, rank_constant)).fetchall()
+        in_session = conn.execute("select id, score from pymem.session_search_hybrid('s', %s::text::vector, %s, 5,"
+                                  " p_text_weight => 2.0, p_rrf_k => %s)",
+                                  (json.dumps(QUERY), TEXT, rank_constant)).fetchall()
+        conn.rollback()
+    by_vector = sorted(cosines, key=lambda i: (-cosines[i], i))[:50]
+    assert {"a-zebra", "a-half", "a-far"} <= set(words) and not {"a-zebra", "a-half", "a-far"} & set(by_vector)
+    expected = _fused_reference(cosines, words, 5, 2.0, rank_constant, 50)
+    assert "a-zebra" in [i for i, _ in expected]  # found by its words alone, and in the top 5
+    for got in (searched, in_session):
+        assert [i for i, _ in got] == [i for i, _ in expected]
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-12)

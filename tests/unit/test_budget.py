@@ -61,19 +61,21 @@ _AWKWARD = ["plain words here", "  indented line", "\tTabbed\t\tline", "12 345 6
 
 @pytest.mark.parametrize("seed", range(40))
 def test_the_default_counter_is_additive_over_the_line_starts_fitting_splits_at(seed):
-    """fit counts a candidate block line by line (each distinct line once): that must equal the
-    counter's count of the whole block, for any mix of lines, numbers, whitespace and scripts."""
+    """fit counts a candidate block line by line (each distinct line once), and the default counter
+    counts any text line by line: that must equal the estimate of the whole text counted in one
+    pass, for any mix of lines, numbers, whitespace and scripts."""
     import random
 
     from pymem.delivery.budget import _block_counter
+    from pymem.delivery.tokens import _count_whole
 
     rng = random.Random(seed)
     text = "".join(rng.choice(_AWKWARD) + rng.choice(["\n", "\n\n", "\n  ", " \n", "\r\n", ""])
                    for _ in range(rng.randint(1, 40)))
-    assert _block_counter(COUNTER)(text) == COUNTER.count(text)
+    assert _block_counter(COUNTER)(text) == COUNTER.count(text) == _count_whole(text)
     block = render(DIGEST, items("hot", 2), items("recalled", rng.randint(0, 8), words=rng.randint(1, 30)),
                    omitted=3, total=15, budget=999)
-    assert _block_counter(COUNTER)(block) == COUNTER.count(block)
+    assert _block_counter(COUNTER)(block) == COUNTER.count(block) == _count_whole(block)
 
 
 class _WholeBlocks:
