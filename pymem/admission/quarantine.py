@@ -16,7 +16,7 @@ cannot release it (pymem.release_quarantined, pymem.reject_quarantined in sql/sc
 
 `Admission` is the gate's decision in the one shape every surface reports:
 `{"decision": "admitted" | "quarantined" | "refused", "reason", "signature", "score",
-"audit_seq", "id", "origin", "confidence", "policy_fingerprint"}`.
+"audit_seq", "id", "origin", "confidence", "policy_fingerprint", "provenance"}`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Admission:
     `signature` names what decided (a signature, `classifier.v1`, a signal or a doubt) and
     `score` is the classifier's score when it ran. `audit_seq` is the ledger event of a refusal
     or a hold (an admitted note's record is its memory.insert). `id`, `origin`, `confidence` and
-    `policy_fingerprint` are the note's as written (None for a refusal)."""
+    `policy_fingerprint` and `provenance` are the note's as written (None for a refusal)."""
 
     decision: str
     reason: str
@@ -72,11 +72,13 @@ class Admission:
     origin: str | None = None
     confidence: float | None = None
     policy_fingerprint: str | None = None
+    provenance: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reason": self.reason, "signature": self.signature, "score": self.score,
                 "audit_seq": self.audit_seq, "id": self.id, "origin": self.origin, "confidence": self.confidence,
-                "policy_fingerprint": self.policy_fingerprint}
+                "policy_fingerprint": self.policy_fingerprint,
+                "provenance": dict(self.provenance) if self.provenance is not None else None}
 
     @classmethod
     def refused(cls, exc: MemoryAdmissionError) -> Admission:
@@ -99,7 +101,8 @@ def admission_of(record: Mapping[str, Any]) -> Admission:
     if isinstance(found, Admission):
         return found
     return Admission(ADMITTED, f"admitted: {record.get('origin')}", id=record.get("id"), origin=record.get("origin"),
-                     confidence=record.get("confidence"), policy_fingerprint=record.get("policy_fingerprint"))
+                     confidence=record.get("confidence"), policy_fingerprint=record.get("policy_fingerprint"),
+                     provenance=record.get("provenance"))
 
 
 def written(record: Mapping[str, Any], decision: Decision, audit_seq: int | None = None) -> AdmittedRecord:
@@ -107,7 +110,7 @@ def written(record: Mapping[str, Any], decision: Decision, audit_seq: int | None
     out = AdmittedRecord(record)
     out.admission = Admission(decision.decision, decision.reason, decision.signature, decision.score, audit_seq,
                               record.get("id"), record.get("origin"), record.get("confidence"),
-                              record.get("policy_fingerprint"))
+                              record.get("policy_fingerprint"), record.get("provenance"))
     return out
 
 
