@@ -506,16 +506,18 @@ select q.id, q.status, q.reason, q.signature, q.score, q.piece_digest, q.origin,
        q.decided_by, q.decision_reason
   from pymem.quarantine q
  where q.tenant_id = %s and (%s::text is null or q.status = %s::text)
- order by q.held_at, q.id
+ order by q.held_at, q.hold_id
  limit %s
 
 -- name: quarantined_note --
--- One quarantined note this context may read (tenant, id); with content
+-- The latest hold of an id this context may read (tenant, id); with content
 select q.id, q.status, q.reason, q.signature, q.score, q.piece_digest, q.origin, q.source_adapter, q.scope, q.kind,
        q.content, q.tags, q.confidence, q.provenance, q.policy_fingerprint, q.held_at, q.held_by, q.decided_at,
        q.decided_by, q.decision_reason
   from pymem.quarantine q
  where q.tenant_id = %s and q.id = %s
+ order by q.hold_id desc
+ limit 1
 
 -- name: release_quarantined --
 -- An operator releases a held note into memories (id, reason); returns the quarantine.released seq

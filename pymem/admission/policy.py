@@ -313,6 +313,8 @@ class AdmissionPolicy:
         """A new policy with another classifier threshold (None: the shipped, calibrated one).
         Lower refuses more notes; `tightened` never raises it. The quarantine band keeps its edge
         when it still lies below the new threshold, else it starts at the default share of it."""
+        if threshold is not None:
+            threshold = check_threshold("classifier_threshold", threshold)
         band = self.quarantine_threshold
         resolved = shipped_threshold() if threshold is None else threshold
         if band is not None and band > resolved:

@@ -139,7 +139,8 @@ def hold_row(conn: psycopg.Connection, ctx: Context, row: MemoryRow, decision: D
         with conn.transaction():  # a savepoint: a refused id leaves the caller's transaction usable
             conn.execute(queries.query("hold_note"), params)
     except pgerr.UniqueViolation:
-        raise InvalidArguments(f"a memory or held note with id {row.id[:100]!r} already exists") from None
+        raise InvalidArguments(f"a memory with id {row.id[:100]!r} already exists, or a note held under it "
+                               "waits for review") from None
     seq = conn.execute(queries.query("held_event_seq"), (ctx.tenant, row.id)).fetchone()
     return int(seq[0]) if seq and seq[0] is not None else None
 

@@ -390,11 +390,11 @@ class PymemStore(BaseStore):
             now = state[0][0]
             kept = {row[1]: row[2:] for row in state if row[1] is not None}
             ns_ranks: dict[tuple[str, ...], Any] = {}
-            for put in writes:
+            for put in writes + held:
                 if put.id in kept and kept[put.id][2] is not None:
                     ns_ranks.setdefault(tuple(put.op.namespace), kept[put.id][2])
             base = _micros(now) * _RANK_SCALE
-            for put in writes:
+            for put in writes + held:
                 namespace = tuple(put.op.namespace)
                 if namespace not in ns_ranks:
                     row = c.execute(queries.query("langgraph_namespace_rank"),

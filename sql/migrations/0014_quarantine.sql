@@ -21,6 +21,7 @@ set role pymem_owner;
 
 create table pymem.quarantine (
   tenant_id text not null check (tenant_id <> '' and length(tenant_id) <= 200),
+  hold_id bigint generated always as identity,
   id text not null check (id <> '' and length(id) <= 256),
   scope jsonb not null default '{}'::jsonb check (pymem._scope_is_flat(scope)),
   kind text not null default 'fact' check (kind ~ '^[a-z][a-z0-9_]{0,39}$'),
@@ -48,7 +49,7 @@ create table pymem.quarantine (
   decision_reason text check (decision_reason <> '' and length(decision_reason) <= 300
                               and pymem._is_plain_text(decision_reason)),
   content_hash bytea not null,
-  primary key (tenant_id, id),
+  primary key (tenant_id, hold_id),
   constraint quarantine_injection_source_rule
     check ((origin = 'injected_context') = (injection_source is not null)),
   constraint quarantine_decided
@@ -56,7 +57,8 @@ create table pymem.quarantine (
 );
 comment on table pymem.quarantine is 'Notes the write gate held (neither admitted nor refused): never read by search, recall or delivery; released or rejected by an operator';
 comment on column pymem.quarantine.tenant_id is 'Isolation boundary, as in pymem.memories (RLS)';
-comment on column pymem.quarantine.id is 'The memory id the note will have if released; unique within the tenant';
+comment on column pymem.quarantine.hold_id is 'Which hold this is: an id may be held again once its earlier hold was decided';
+comment on column pymem.quarantine.id is 'The memory id the note will have if released; at most one held note per id of the tenant';
 comment on column pymem.quarantine.scope is 'Flat {axis: value} map; a held note is visible only to contexts whose scope it contains';
 comment on column pymem.quarantine.kind is 'fact, preference, summary, ... (as the writer asked)';
 comment on column pymem.quarantine.content is 'The held text; NULL once released (it then lives in pymem.memories) or rejected';
@@ -87,6 +89,10 @@ comment on constraint quarantine_decided on pymem.quarantine is 'A held note has
 
 create index quarantine_tenant_held on pymem.quarantine (tenant_id, held_at) where status = 'held';
 comment on index pymem.quarantine_tenant_held is 'The notes a tenant holds, oldest first (what an operator reviews)';
+create unique index quarantine_one_held on pymem.quarantine (tenant_id, id) where status = 'held';
+comment on index pymem.quarantine_one_held is 'At most one note held per id: a decision names one note';
+create index quarantine_tenant_id on pymem.quarantine (tenant_id, id, hold_id);
+comment on index pymem.quarantine_tenant_id is 'A note''s holds by id, latest last (what a decision and a lookup read)';
 
 -- ---------------------------------------------------------------------------------------------
 -- row-level security
@@ -171,11 +177,11 @@ begin
     raise exception 'pymem: quarantined note % was already %', left(old.id, 100), old.status using errcode = '55000';
   end if;
   if new.status = 'held'
-     or row(new.tenant_id, new.id, new.scope, new.kind, new.tags, new.importance, new.confidence, new.origin,
+     or row(new.tenant_id, new.hold_id, new.id, new.scope, new.kind, new.tags, new.importance, new.confidence, new.origin,
             new.source_adapter, new.provenance, new.injection_source, new.policy_fingerprint, new.embedder,
             new.reason, new.signature, new.score, new.piece_digest, new.held_at, new.held_by)
         is distinct from
-        row(old.tenant_id, old.id, old.scope, old.kind, old.tags, old.importance, old.confidence, old.origin,
+        row(old.tenant_id, old.hold_id, old.id, old.scope, old.kind, old.tags, old.importance, old.confidence, old.origin,
             old.source_adapter, old.provenance, old.injection_source, old.policy_fingerprint, old.embedder,
             old.reason, old.signature, old.score, old.piece_digest, old.held_at, old.held_by) then
     raise exception 'pymem: a quarantined note is only released or rejected, never edited' using errcode = '22023';
@@ -233,7 +239,7 @@ begin
                          jsonb_build_object('reason', n.decision_reason, 'scope', n.scope,
                                             'source_adapter', n.source_adapter))::pymem._pending_event)
       into v_events
-      from pymem_new_rows n join pymem_old_rows o on o.tenant_id = n.tenant_id and o.id = n.id
+      from pymem_new_rows n join pymem_old_rows o on o.tenant_id = n.tenant_id and o.hold_id = n.hold_id
      where o.status <> n.status;
   end if;
   if v_events is not null then
@@ -286,10 +292,12 @@ begin
     raise exception 'pymem: a decision reason must be 1-300 characters without control or format characters'
       using errcode = '22023';
   end if;
+  -- the latest hold of the id (an earlier one was decided before it could be held again)
   select q.* into v_row from pymem.quarantine q
    where q.tenant_id = pymem._ctx_tenant() and q.id = p_id
      and (pymem._ctx_scope() = '{}'::jsonb or q.scope @> pymem._ctx_scope())
      and (pymem._ctx_read_adapters() is null or q.source_adapter = any (pymem._ctx_read_adapters()))
+   order by q.hold_id desc limit 1
    for update;
   if not found then
     raise exception 'pymem: no quarantined note % that this context may see', left(p_id, 100) using errcode = 'P0002';
@@ -323,7 +331,7 @@ begin
   values (q.tenant_id, q.id, q.scope, q.kind, q.content, q.record, q.embedding, q.tags, q.importance, q.confidence,
           q.origin, q.source_adapter, q.provenance, q.injection_source, q.policy_fingerprint, q.embedder);
   update pymem.quarantine x set status = 'released', decision_reason = p_reason
-   where x.tenant_id = q.tenant_id and x.id = q.id;
+   where x.tenant_id = q.tenant_id and x.hold_id = q.hold_id;
   select max(l.seq) into v_seq from pymem.ledger l
    where l.tenant_id = q.tenant_id and l.memory_id = q.id and l.event = 'quarantine.released';
   return v_seq;
@@ -340,7 +348,7 @@ declare
   v_seq bigint;
 begin
   update pymem.quarantine x set status = 'rejected', decision_reason = p_reason
-   where x.tenant_id = q.tenant_id and x.id = q.id;
+   where x.tenant_id = q.tenant_id and x.hold_id = q.hold_id;
   select max(l.seq) into v_seq from pymem.ledger l
    where l.tenant_id = q.tenant_id and l.memory_id = q.id and l.event = 'quarantine.rejected';
   return v_seq;
