@@ -29,7 +29,6 @@ Progress goes to standard error.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import importlib.util

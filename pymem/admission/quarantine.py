@@ -8,8 +8,8 @@ It is in no table a read path reads: search, recall, a session's delivery, the L
 and export read pymem.memories, so a held note reaches no prompt. Reading it is asking for it
 explicitly (`list_quarantined`, `get_quarantined`).
 
-An operator context (no adapter) decides it: `release` writes it into memories as its writer
-wrote it (`memory.insert`, then `quarantine.released`), `reject` drops its content
+An operator context (no adapter) decides it: `release_quarantined` writes it into memories as
+its writer wrote it (`memory.insert`, then `quarantine.released`), `reject_quarantined` drops its content
 (`quarantine.rejected`); both need a reason, which is chained. Postgres refuses either to a
 context acting as an adapter (every bound agent login is one), so the agent that wrote a note
 cannot release it (pymem.release_quarantined, pymem.reject_quarantined in sql/schema.sql).
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..storage.memories import Memories
 
 __all__ = ["Admission", "AdmittedRecord", "QuarantinedNote", "hold", "hold_row", "list_quarantined", "get_quarantined",
-           "release", "reject", "admission_of", "written", "STATUSES", "MAX_DECISION_REASON"]
+           "release_quarantined", "reject_quarantined", "admission_of", "written", "STATUSES", "MAX_DECISION_REASON"]
 
 #: A held note's states: held (waiting for an operator), released (now a memory), rejected.
 STATUSES = ("held", "released", "rejected")
@@ -231,7 +231,8 @@ def _decide(memories: Memories, query: str, note_id: str, reason: str, conn: psy
     return int(seq)
 
 
-def release(memories: Memories, note_id: str, reason: str, *, conn: psycopg.Connection | None = None) -> int:
+def release_quarantined(memories: Memories, note_id: str, reason: str, *,
+                        conn: psycopg.Connection | None = None) -> int:
     """Release a held note: it becomes the memory its writer asked for (same id, scope, adapter,
     origin, provenance, confidence), believed from now on. Returns the seq of the
     quarantine.released event. An operator context only: AccessDenied for a context acting as an
@@ -240,7 +241,8 @@ def release(memories: Memories, note_id: str, reason: str, *, conn: psycopg.Conn
     return _decide(memories, "release_quarantined", note_id, reason, conn)
 
 
-def reject(memories: Memories, note_id: str, reason: str, *, conn: psycopg.Connection | None = None) -> int:
+def reject_quarantined(memories: Memories, note_id: str, reason: str, *,
+                       conn: psycopg.Connection | None = None) -> int:
     """Reject a held note: its content, record and embedding go (its hash stays in the chain).
-    Returns the seq of the quarantine.rejected event. An operator context only, as `release`."""
+    Returns the seq of the quarantine.rejected event. An operator context only, as `release_quarantined`."""
     return _decide(memories, "reject_quarantined", note_id, reason, conn)

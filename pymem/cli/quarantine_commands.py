@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from .. import Context
-from ..admission.quarantine import STATUSES, list_quarantined, reject, release
+from ..admission.quarantine import STATUSES, list_quarantined, reject_quarantined, release_quarantined
 from .common import context_options, echo_json, handle_errors, json_option, open_store, table
 
 
@@ -56,7 +56,7 @@ def quarantine_release(note_id: str, reason: str, ctx: Context, as_json: bool) -
     Example: pymem quarantine release --tenant acme q-17 --reason "confirmed with finance"
     """
     with open_store() as store:
-        seq = release(store.bind(ctx), note_id, reason)
+        seq = release_quarantined(store.bind(ctx), note_id, reason)
     if as_json:
         echo_json({"id": note_id, "status": "released", "seq": seq})
     else:
@@ -75,7 +75,7 @@ def quarantine_reject(note_id: str, reason: str, ctx: Context, as_json: bool) ->
     Example: pymem quarantine reject --tenant acme q-17 --reason "payment redirection"
     """
     with open_store() as store:
-        seq = reject(store.bind(ctx), note_id, reason)
+        seq = reject_quarantined(store.bind(ctx), note_id, reason)
     if as_json:
         echo_json({"id": note_id, "status": "rejected", "seq": seq})
     else:

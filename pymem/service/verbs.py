@@ -25,7 +25,7 @@ from psycopg_pool import PoolTimeout
 
 from .. import db
 from ..admission.gate import admit
-from ..admission.quarantine import admission_of, list_quarantined, reject, release
+from ..admission.quarantine import admission_of, list_quarantined, reject_quarantined, release_quarantined
 from ..context import Context
 from ..conventions import active_conventions, file_review_correction, retire_convention
 from ..conventions.receipts import DEFAULT_ORIGIN as CORRECTION_ORIGIN
@@ -77,7 +77,7 @@ def _list_quarantined(mem: Memories, svc: Service, status: str = "held", limit: 
 
 def _decide(how: str) -> Callable[..., dict[str, Any]]:
     def decide(mem: Memories, svc: Service, id: str, reason: str) -> dict[str, Any]:
-        seq = (release if how == "released" else reject)(mem, id, reason)
+        seq = (release_quarantined if how == "released" else reject_quarantined)(mem, id, reason)
         return {"id": id, "status": how, "seq": seq}
     return decide
 

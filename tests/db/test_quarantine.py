@@ -18,7 +18,13 @@ from psycopg import errors as pgerr
 from pymem import AdmissionPolicy, Context, Provenance, admit, deliver, recall, start_session
 from pymem.admin import export_records
 from pymem.admission import AdapterTrustPolicy
-from pymem.admission.quarantine import admission_of, get_quarantined, list_quarantined, reject, release
+from pymem.admission.quarantine import (
+    admission_of,
+    get_quarantined,
+    list_quarantined,
+    reject_quarantined,
+    release_quarantined,
+)
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError, NotFound
 from pymem.integrity import verify_store
 
@@ -158,14 +164,14 @@ def test_postgres_keeps_a_held_note_out_of_every_read_and_from_its_writer(store,
         assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 0
         assert conn.execute("select status from pymem.quarantine").fetchall() == [("held",)]
     with pytest.raises(AccessDenied, match="only an operator"):
-        release(writer, "q1", "I wrote it, I vouch for it")
+        release_quarantined(writer, "q1", "I wrote it, I vouch for it")
 
 
 def test_an_operator_releases_a_held_note_into_memory_as_its_writer_wrote_it(store, database):
     writer = store.bind(Context(tenant="acme", actor="agent-1", adapter="codex"))
     held = _hold(writer)
     operator = store.bind(Context(tenant="acme", actor="ops-1"))
-    seq = release(operator, "q1", "checked with finance: the account change is real")
+    seq = release_quarantined(operator, "q1", "checked with finance: the account change is real")
     row = operator.get_row("q1")
     assert (row["content"], row["source_adapter"], row["origin"], row["tags"]) == (NOTE, "codex", "user_asserted",
                                                                                    ["payments"])
@@ -183,9 +189,9 @@ def test_an_operator_releases_a_held_note_into_memory_as_its_writer_wrote_it(sto
                       trust=AdapterTrustPolicy(trusted_adapters={"codex"}))
     assert [k.id for k in recalled.kept] == ["q1"]
     with pytest.raises(InvalidArguments, match="already released"):
-        reject(operator, "q1", "too late")
+        reject_quarantined(operator, "q1", "too late")
     with pytest.raises(NotFound):
-        release(operator, "nope", "no such note")
+        release_quarantined(operator, "nope", "no such note")
     assert list_quarantined(operator) == [] and [n.id for n in list_quarantined(operator, status="released")] == ["q1"]
 
 
@@ -195,17 +201,17 @@ def test_an_operator_rejects_a_held_note_its_content_goes_its_hash_stays(store, 
     operator = store.bind(Context(tenant="acme", actor="ops-1"))
     for bad in ("", "x" * 301, "two\nlines"):
         with pytest.raises(InvalidArguments):
-            reject(operator, "q1", bad)
+            reject_quarantined(operator, "q1", bad)
     with database.admin() as conn:
         before = conn.execute("select content_hash from pymem.quarantine").fetchone()[0]
-    seq = reject(operator, "q1", "account redirection: not from the customer")
+    seq = reject_quarantined(operator, "q1", "account redirection: not from the customer")
     with database.admin() as conn:
         after = conn.execute("select status, content, record, embedding, content_hash from pymem.quarantine").fetchone()
         last = conn.execute("select seq, event, content_hash from pymem.ledger order by seq desc limit 1").fetchone()
         assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 0
     assert after == ("rejected", None, None, None, before) and last == (seq, "quarantine.rejected", before)
     with pytest.raises(InvalidArguments, match="already rejected"):
-        release(operator, "q1", "changed my mind")
+        release_quarantined(operator, "q1", "changed my mind")
 
 
 def test_a_held_id_is_taken_and_a_taken_id_cannot_be_held(store):

@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from pymem import Context
 from pymem.admission import AdapterTrustPolicy
-from pymem.admission.quarantine import list_quarantined, release
+from pymem.admission.quarantine import list_quarantined, release_quarantined
 from pymem.errors import AccessDenied, InvalidArguments
 from pymem.langgraph import PymemStore
 from pymem.langgraph.namespaces import item_id
@@ -57,7 +57,7 @@ def test_the_command_line_holds_lists_and_lets_only_the_operator_decide(cli, dat
     assert json.loads(cli("recall", "Initech payout account", "--json").output)["kept"] == []
 
     listed = json.loads(cli("quarantine", "list", "--json").output)
-    assert [(n["id"], n["status"], n["content"]) for n in listed][0] == ("q1", "held", NOTE)
+    assert [(n["id"], n["status"], n["content"]) for n in listed[:1]] == [("q1", "held", NOTE)]
     table = cli("quarantine", "list")
     assert table.exit_code == 0 and "q1" in table.output and "DE89" not in table.output
 
@@ -172,11 +172,11 @@ def test_the_langgraph_store_holds_a_put_its_item_appears_once_released(database
         assert note.id == item_id(lg.name, agent.ctx.scope, ("crm", "initech"), "payouts")
         operator = store.bind(Context(tenant="acme", actor="ops"))
         with pytest.raises(AccessDenied):
-            release(agent, note.id, "I wrote it")
+            release_quarantined(agent, note.id, "I wrote it")
         with pytest.raises(InvalidArguments):
-            release(operator, note.id, " ")
+            release_quarantined(operator, note.id, " ")
         assert _counts(database)[:2] == (0, 1)
-        release(operator, note.id, "confirmed")
+        release_quarantined(operator, note.id, "confirmed")
         assert lg.get(("crm", "initech"), "payouts").value == {"text": NOTE}
         # a held put replaces the item it names, as any put would: the old value goes, the new one waits
         lg.put(("crm", "initech"), "payouts", {"text": NOTE + " Again."})
