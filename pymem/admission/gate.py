@@ -15,7 +15,8 @@
   to the quarantine, chained as `quarantine.held`, where no read path finds it, until an
   operator releases or rejects it. `admit` returns the held record like an admitted one; its
   `admission` says "quarantined" (pymem.admission.quarantine.admission_of). A writer that cannot
-  hold (`hold=False`: a supersession, a lesson) refuses such a note instead, audited.
+  hold (`hold=False`: a supersession, a lesson) decides as before the quarantine existed: it
+  admits what the detector did not refuse.
 * or writes a NEW record (the input is never returned nor mutated): the caller's fields plus the
   provenance (with the context's adapter), the origin, the confidence the policy believes (capped
   by the origin's ceiling) and the policy fingerprint. Admitted writes are not separately
@@ -191,8 +192,8 @@ def _embedding_for(store: Store, content: str | None,
     return embedder.embed([content])[0], embedder.name
 
 
-#: Appended to the reason of a note a writer refuses because it cannot hold it for review.
-CANNOT_HOLD = "; this write path cannot hold a note for review, so it refuses it"
+#: Appended to the reason of a doubtful note admitted by a writer that cannot hold it for review.
+CANNOT_HOLD = " (the detector was unsure of it, but this write path holds nothing for review)"
 
 
 def judge_or_refuse(memories: Memories, record: Mapping[str, Any], provenance: Provenance,
@@ -201,13 +202,16 @@ def judge_or_refuse(memories: Memories, record: Mapping[str, Any], provenance: P
     """The gate's decision on `record`: returned when admitted, or when held and the caller can
     hold (`hold`: it writes held notes to the quarantine); when refused, the refusal is audited
     first (see the module docstring) and MemoryAdmissionError is raised. A note the caller
-    cannot hold is refused like any other. For writers that build their own rows (screen, the
-    LangGraph store) from the decision."""
+    cannot hold is admitted, as before the quarantine existed. For writers that build their own
+    rows (screen, the LangGraph store) from the decision."""
     if provenance.session_id is not None:
         _check_session(memories, record, provenance, policy, conn)
     decision = judge(record, provenance, policy)
     if decision.held and not hold:
-        decision = dataclasses.replace(decision, held=False, reason=decision.reason + CANNOT_HOLD)
+        # A writer that cannot hold a note decides as before the quarantine existed: what the
+        # detector did not refuse is admitted.
+        decision = dataclasses.replace(decision, admitted=True, held=False,
+                                       reason=f"admitted: {provenance.origin.value}{CANNOT_HOLD}")
     if not decision.admitted and not decision.held:
         raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
     if decision.held:
@@ -254,7 +258,7 @@ def screen(memories: Memories, record: Mapping[str, Any] | str, provenance: Prov
     how to write (a near-duplicate lesson merged into an existing one) calls `screen` itself, so
     its content passes the same gate. With `hold`, a note the detector is unsure of comes back
     held (`Screened.decision.held`) for the caller to write to the quarantine; without, it is
-    refused."""
+    admitted."""
     record = _as_record(record)
     if record.get("event_at") is not None:
         record = {**record, "event_at": check_event_time(record["event_at"])}
@@ -322,7 +326,7 @@ def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Prove
     A note the detector is unsure of is held in the quarantine instead (never recalled or
     delivered until an operator releases it): the record returned is the one held, and
     `pymem.admission.quarantine.admission_of(result)` says "quarantined", with the reason, name,
-    score and the seq of its quarantine.held event. `hold=False` refuses such a note instead.
+    score and the seq of its quarantine.held event. `hold=False` admits such a note instead.
     """
     screened = screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn, hold=hold)
     if screened.decision.held:

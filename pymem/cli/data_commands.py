@@ -11,7 +11,7 @@ import click
 
 from .. import Context, ContextError, InvalidArguments
 from ..admin import check_file, export_records, import_file
-from ..admission.importing import import_gated
+from ..admission import import_gated
 from ..context import parse_scope_pairs
 from .common import context_options, echo_json, handle_errors, is_tty, json_option, open_store, stderr, table
 

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import click
 
 from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, Store, admit, recall
-from ..admission.quarantine import Admission, admission_of
+from ..admission import Admission, admission_of
 from ..delivery import tier_of
 from ..integrity import history, refusals
 from .common import (

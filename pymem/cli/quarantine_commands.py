@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from .. import Context
-from ..admission.quarantine import STATUSES, list_quarantined, reject_quarantined, release_quarantined
+from ..admission import list_quarantined, reject_quarantined, release_quarantined
 from .common import context_options, echo_json, handle_errors, json_option, open_store, table
 
 
@@ -20,7 +20,7 @@ def quarantine_group() -> None:
 
 
 @quarantine_group.command("list")
-@click.option("--status", type=click.Choice([*STATUSES, "all"]), default="held", show_default=True,
+@click.option("--status", type=click.Choice(["held", "released", "rejected", "all"]), default="held", show_default=True,
               help="Which notes: still held, released, rejected, or all.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="Oldest N.")
 @context_options
