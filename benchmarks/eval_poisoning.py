@@ -162,7 +162,7 @@ def band_scores(rows: list[dict[str, Any]], models: dict[str, Any] | None) -> di
             continue
         ratios[r["label"]].append(verdict.score / limit)
     out: dict[str, Any] = {}
-    for ratio in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9):
+    for ratio in (0.5, 0.6, 0.7, 0.75, 0.8, 0.82, 0.84, 0.86, 0.88, 0.9, 0.92, 0.94, 0.96):
         benign = sum(1 for x in ratios[0] if x >= ratio) / max(1, len(ratios[0]) + refused[0])
         payloads = sum(1 for x in ratios[1] if x >= ratio) / max(1, len(ratios[1]) + refused[1])
         out[f"{ratio:.2f}"] = {"benign_in_band": round(benign, 4), "payloads_in_band": round(payloads, 4)}

@@ -68,9 +68,11 @@ DEFAULT_INFERRED_CEILING = 0.6
 DEFAULT_TOOL_CEILING = 0.6
 DEFAULT_INJECTED_CEILING = 0.5
 #: The quarantine band's default lower edge, as a share of the refusal threshold: chosen on the
-#: leave-one-source-out scores of held-out benign notes (each source scored by the model trained
-#: without it) so that about 2 % of them fall in the band (training/REPORT.md, "Quarantine band").
-QUARANTINE_RATIO = 0.75
+#: leave-one-source-out scores of held-out benign notes (each source scored by the classifier
+#: trained and calibrated without it; `pymem eval poisoning` prints the table), the widest band
+#: of the grid that holds at most 2 % of them: 0.90 held 1.4 % of 2,375 benign notes (0.85: 2.6 %,
+#: 0.75: 6.2 %), and 1.2 % of 1,883 payloads the classifier did not refuse.
+QUARANTINE_RATIO = 0.9
 #: Bumped if the canonical form of a rule changes, so old and new fingerprints never collide.
 POLICY_FORMAT_VERSION = 1
 
