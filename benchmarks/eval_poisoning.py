@@ -46,7 +46,7 @@ from pymem.errors import InvalidArguments, MemoryAdmissionError
 
 from .bench import scratch_database
 
-__all__ = ["SURFACES", "load_rows", "run", "format_report"]
+__all__ = ["SURFACES", "load_rows", "project_rows", "run", "format_report"]
 
 SURFACES = ("library", "cli", "http", "mcp", "langgraph")
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +71,11 @@ def load_rows(progress: Callable[[str], None]) -> tuple[list[dict[str, Any]], st
         return rows, "training.datasets (every source of training/DATA_MANIFEST.md)"
     except ImportError as exc:
         progress(f"training data unavailable ({exc.name}); using the project corpus alone")
+    return project_rows(), "tests/helpers/poisoning_corpus.py (the train extra is not installed)"
+
+
+def project_rows() -> list[dict[str, Any]]:
+    """The project's own replay corpus (tests/helpers/poisoning_corpus.py), as evaluation rows."""
     spec = importlib.util.spec_from_file_location("_pymem_poisoning_corpus",
                                                   ROOT / "tests" / "helpers" / "poisoning_corpus.py")
     assert spec is not None and spec.loader is not None
@@ -80,7 +85,7 @@ def load_rows(progress: Callable[[str], None]) -> tuple[list[dict[str, Any]], st
             for i, (c, t) in enumerate(corpus.PAYLOADS)]
     rows += [{"source": "project-corpus", "label": 0, "text": t, "kind": c, "id": f"b/{i}"}
              for i, (c, t) in enumerate(corpus.BENIGN)]
-    return rows, "tests/helpers/poisoning_corpus.py (the train extra is not installed)"
+    return rows
 
 
 def _digest(rows: list[dict[str, Any]]) -> str:
@@ -352,11 +357,13 @@ def _tally() -> dict[str, int]:
 
 def run(store: Any, *, database: str = "pymem_eval_poisoning", keep: bool = False, sample: int = 20,
         surfaces: tuple[str, ...] = SURFACES, shipped: bool = False, only: tuple[str, ...] = (),
-        cache: str | Path | None = None, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """Run the evaluation (see the module docstring) in a scratch database next to `store`."""
+        cache: str | Path | None = None, rows: list[dict[str, Any]] | None = None,
+        progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """Run the evaluation (see the module docstring) in a scratch database next to `store`;
+    `rows` replaces the evaluation data (each {"source", "label", "text", "kind"})."""
     from pymem.admission.policy import QUARANTINE_RATIO
 
-    rows, data_note = load_rows(progress)
+    rows, data_note = (rows, "given rows") if rows is not None else load_rows(progress)
     sources = sorted({r["source"] for r in rows}, key=lambda s: [r["source"] for r in rows].index(s))
     if only:
         sources = [s for s in sources if s in only]
