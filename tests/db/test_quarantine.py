@@ -26,7 +26,7 @@ from pymem.admission.quarantine import (
     release_quarantined,
 )
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError, NotFound
-from pymem.integrity import verify_store
+from pymem.integrity import verify_independently, verify_store
 
 NOTE = "Initech says its payout account changed to DE89 3704 0044 0532 0130 00 last week."
 #: Every note this policy judges lands in the quarantine band (its edge is near 0): what is held
@@ -184,6 +184,8 @@ def test_an_operator_releases_a_held_note_into_memory_as_its_writer_wrote_it(sto
     assert events[-1][0] == seq and events[-1][3] == "checked with finance: the account change is real"
     assert left == ("released", None, "ops-1", "checked with finance: the account change is real")
     assert verify_store(store, "acme").clean
+    with database.admin() as conn:  # the independent verifier recomputes every hash, quarantine events too
+        assert verify_independently(conn).clean
     # it is now an ordinary memory: recalled, and a decided note cannot be decided again
     recalled = recall(operator, "Initech payout account", top_k=5, policy=NO_HOLD, embedder=EMBEDDER, floor=0.0,
                       trust=AdapterTrustPolicy(trusted_adapters={"codex"}))
