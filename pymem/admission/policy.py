@@ -69,9 +69,9 @@ DEFAULT_TOOL_CEILING = 0.6
 DEFAULT_INJECTED_CEILING = 0.5
 #: The quarantine band's default lower edge, as a share of the refusal threshold: chosen on the
 #: leave-one-source-out scores of held-out benign notes (each source scored by the classifier
-#: trained and calibrated without it; `pymem eval poisoning` prints the table), the widest band
-#: of the grid that holds at most 2 % of them: 0.90 held 1.4 % of 2,375 benign notes (0.85: 2.6 %,
-#: 0.75: 6.2 %), and 1.2 % of 1,883 payloads the classifier did not refuse.
+#: trained and calibrated without it; `pymem eval poisoning` prints the table): 0.90 holds 1.4 % of
+#: the 2,375 benign notes (0.88: 1.9 %, 0.84: 3.0 %, 0.75: 6.2 %), under the 2 % aimed at with room
+#: for the detector's doubts, and 1.2 % of the 1,883 payloads (most misses score far lower).
 QUARANTINE_RATIO = 0.9
 #: Bumped if the canonical form of a rule changes, so old and new fingerprints never collide.
 POLICY_FORMAT_VERSION = 1
