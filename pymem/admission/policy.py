@@ -319,8 +319,9 @@ class AdmissionPolicy:
             threshold = check_threshold("classifier_threshold", threshold)
         band = self.quarantine_threshold
         resolved = shipped_threshold() if threshold is None else threshold
-        if band is not None and band > resolved:
-            band = None
+        assert self.classifier_threshold is not None  # resolved in __post_init__
+        if band is not None and (band > resolved or band == QUARANTINE_RATIO * self.classifier_threshold):
+            band = None  # the default share follows the threshold; a band it would cross starts over
         return AdmissionPolicy(self.rules, threshold, band, self.quarantine)
 
     def with_quarantine(self, threshold: float | None = None, *, enabled: bool = True) -> AdmissionPolicy:

@@ -216,12 +216,12 @@ def _check_reason(reason: Any) -> str:
     return text
 
 
-def _decide(memories: Memories, query: str, note_id: str, reason: str, conn: psycopg.Connection | None) -> int:
+def _decide(memories: Memories, statement: str, note_id: str, reason: str, conn: psycopg.Connection | None) -> int:
     note_id = check_id(note_id, "id")
     reason = _check_reason(reason)
     with memories.store.transaction(memories.ctx, conn) as c:
         try:
-            seq = c.execute(queries.query(query), (note_id, reason)).fetchone()[0]
+            seq = c.execute(statement, (note_id, reason)).fetchone()[0]
         except pgerr.UniqueViolation:
             raise InvalidArguments(f"id {note_id[:100]!r} is already a memory of this tenant; the held note cannot "
                                    "be released under it") from None
@@ -238,11 +238,11 @@ def release_quarantined(memories: Memories, note_id: str, reason: str, *,
     quarantine.released event. An operator context only: AccessDenied for a context acting as an
     adapter (the database refuses it); NotFound for a note this context cannot see;
     InvalidArguments for one already decided."""
-    return _decide(memories, "release_quarantined", note_id, reason, conn)
+    return _decide(memories, queries.query("release_quarantined"), note_id, reason, conn)
 
 
 def reject_quarantined(memories: Memories, note_id: str, reason: str, *,
                        conn: psycopg.Connection | None = None) -> int:
     """Reject a held note: its content, record and embedding go (its hash stays in the chain).
     Returns the seq of the quarantine.rejected event. An operator context only, as `release_quarantined`."""
-    return _decide(memories, "reject_quarantined", note_id, reason, conn)
+    return _decide(memories, queries.query("reject_quarantined"), note_id, reason, conn)

@@ -44,13 +44,17 @@ class ImportReport:
     replayed_batches: int = 0
     digest: str = ""
     batch_size: int = DEFAULT_BATCH
-    quarantined: int = 0  # records a screen held instead of importing (see import_file's `screen`)
-    refused: int = 0  # records a screen refused
+    screened: bool = False  # whether a screen judged the records (import_file's `screen`)
+    quarantined: int = 0  # records the screen held instead of importing
+    refused: int = 0  # records the screen refused
 
     def as_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "batches": self.batches, "written_batches": self.written_batches,
-                "replayed_batches": self.replayed_batches, "batch_size": self.batch_size, "digest": self.digest,
-                "quarantined": self.quarantined, "refused": self.refused}
+        out: dict[str, Any] = {"records": self.records, "batches": self.batches,
+                               "written_batches": self.written_batches, "replayed_batches": self.replayed_batches,
+                               "batch_size": self.batch_size, "digest": self.digest}
+        if self.screened:
+            out.update(quarantined=self.quarantined, refused=self.refused)
+        return out
 
 
 #: What a screen makes of one batch, on the batch's connection: the chunks to import, and how many
@@ -130,7 +134,7 @@ def import_file(mem: Memories, path: str | Path, *, batch_size: int = DEFAULT_BA
         raise InvalidArguments("batch_size must be an integer between 1 and 10000")
     path = Path(path)
     digest, total = checked if checked is not None else check_file(mem, path, batch_size)
-    report = ImportReport(records=total, digest=digest, batch_size=batch_size)
+    report = ImportReport(records=total, digest=digest, batch_size=batch_size, screened=screen is not None)
     for index, batch in enumerate(_batches(path, batch_size)):
         key = f"import:{digest}:{batch_size}:{index}"
         chunks = [chunk for _, chunk in batch]

@@ -212,4 +212,4 @@ def test_a_gated_import_holds_the_doubtful_refuses_the_instruction_and_imports_t
     assert again["quarantined"] == 1 and _counts(database)[:2] == (1, 1)
     # without --gate the file is a restore: stored as given
     plain_import = cli("import", str(path), "--json", "--tenant", "globex")
-    assert plain_import.exit_code == 0 and json.loads(plain_import.output)["quarantined"] == 0
+    assert plain_import.exit_code == 0 and "quarantined" not in json.loads(plain_import.output)
