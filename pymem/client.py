@@ -146,9 +146,22 @@ class Client:
         return self.call("health")
 
     def remember(self, record: Mapping[str, Any] | str, provenance: Mapping[str, Any]) -> dict[str, Any]:
-        """The write gate; a refusal raises MemoryAdmissionError, as admit() does."""
+        """The write gate's decision ({"decision": "admitted" | "quarantined", "reason", "score", "id",
+        ...}); a refusal raises MemoryAdmissionError, as admit() does."""
         return self.call("remember", {"record": record if isinstance(record, str) else dict(record),
                                       "provenance": dict(provenance)})
+
+    def list_quarantined(self, *, status: str = "held", limit: int = 100) -> list[dict[str, Any]]:
+        """The notes the write gate held (QuarantinedNote.to_json()); status held, released, rejected or all."""
+        return self.call("list_quarantined", {"status": status, "limit": limit})
+
+    def release_quarantined(self, note_id: str, reason: str) -> int:
+        """An operator's release of a held note; the ledger seq of quarantine.released."""
+        return self.call("release_quarantined", {"id": note_id, "reason": reason})["seq"]
+
+    def reject_quarantined(self, note_id: str, reason: str) -> int:
+        """An operator's rejection of a held note; the ledger seq of quarantine.rejected."""
+        return self.call("reject_quarantined", {"id": note_id, "reason": reason})["seq"]
 
     def recall(self, query: str | Sequence[float], *, top_k: int = 5,
                scope_filter: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -516,6 +516,50 @@ select m.id from pymem.memories m
  where m.tenant_id = %s and m.id = any(%s) and m.content_hash <> pymem._content_hash_v1(m)
 
 -- ============================================================================================
+-- the quarantine (pymem/admission/quarantine.py): notes the write gate held
+-- ============================================================================================
+
+-- name: hold_note --
+-- Hold a note the gate was unsure of (tenant, id, scope, kind, content, record, embedding, tags, importance, confidence, origin, adapter, provenance, injection source, policy fingerprint, embedder, reason, name, score, piece digest); returns its content hash
+insert into pymem.quarantine as q (tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence,
+                                   origin, source_adapter, provenance, injection_source, policy_fingerprint, embedder,
+                                   reason, signature, score, piece_digest)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+returning q.held_at
+
+-- name: held_event_seq --
+-- The seq of the quarantine.held event of a note held in this transaction (tenant, id)
+select max(l.seq) from pymem.ledger l where l.tenant_id = %s and l.memory_id = %s and l.event = 'quarantine.held'
+
+-- name: quarantined_notes --
+-- The quarantined notes this context may read, in one status or any (tenant, status or NULL, limit), oldest first; with content
+select q.id, q.status, q.reason, q.signature, q.score, q.piece_digest, q.origin, q.source_adapter, q.scope, q.kind,
+       q.content, q.tags, q.confidence, q.provenance, q.policy_fingerprint, q.held_at, q.held_by, q.decided_at,
+       q.decided_by, q.decision_reason
+  from pymem.quarantine q
+ where q.tenant_id = %s and (%s::text is null or q.status = %s::text)
+ order by q.held_at, q.hold_id
+ limit %s
+
+-- name: quarantined_note --
+-- The latest hold of an id this context may read (tenant, id); with content
+select q.id, q.status, q.reason, q.signature, q.score, q.piece_digest, q.origin, q.source_adapter, q.scope, q.kind,
+       q.content, q.tags, q.confidence, q.provenance, q.policy_fingerprint, q.held_at, q.held_by, q.decided_at,
+       q.decided_by, q.decision_reason
+  from pymem.quarantine q
+ where q.tenant_id = %s and q.id = %s
+ order by q.hold_id desc
+ limit 1
+
+-- name: release_quarantined --
+-- An operator releases a held note into memories (id, reason); returns the quarantine.released seq
+select pymem.release_quarantined(%s, %s)
+
+-- name: reject_quarantined --
+-- An operator rejects a held note (id, reason); returns the quarantine.rejected seq
+select pymem.reject_quarantined(%s, %s)
+
+-- ============================================================================================
 -- what vouches for the chain from outside (the independent verifier, checkpoints)
 -- ============================================================================================
 

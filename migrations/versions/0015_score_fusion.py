@@ -1,7 +1,7 @@
 """hybrid search fused by score
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-02
 
 Applies sql/migrations/0015_score_fusion.sql.
@@ -10,7 +10,7 @@ Applies sql/migrations/0015_score_fusion.sql.
 from pymem.migrate import apply_sql
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 

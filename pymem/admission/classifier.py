@@ -48,7 +48,9 @@ class Judgement:
     the note and its pieces (0..1); `threshold` the one applied. `piece_index` says which text
     decided or scored highest (0 = the whole note, k = its k-th piece) and `piece_digest` is
     "sha256:" + the SHA-256 of that normalised text: audit records carry the digest, never the
-    text. `signals` lists every structural signal seen anywhere in the note.
+    text. `signals` lists every structural signal seen anywhere in the note. `doubts` names what
+    the detector is unsure of in a note it does not refuse (a decoded hidden payload, a record
+    redirection, ...): the write gate holds such a note in quarantine (pymem.admission.judge.doubt).
     """
 
     refused: bool
@@ -59,6 +61,7 @@ class Judgement:
     piece_digest: str
     signals: tuple[str, ...]
     pieces_judged: int
+    doubts: tuple[str, ...] = ()
 
 
 def _digest(text: str) -> str:

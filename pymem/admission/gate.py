@@ -10,6 +10,13 @@
   the evidence. The event holds a digest of the arguments, never the content; a refusal by the
   classifier also holds its name (`classifier.v1` or a `signal.*` name), its score and the digest
   of the piece of the note that decided.
+* or holds it (the third decision, pymem.admission.quarantine): a note the detector is unsure
+  of (a classifier score in the policy's quarantine band, a doubt the detector names) is written
+  to the quarantine, chained as `quarantine.held`, where no read path finds it, until an
+  operator releases or rejects it. `admit` returns the held record like an admitted one; its
+  `admission` says "quarantined" (pymem.admission.quarantine.admission_of). A writer that cannot
+  hold (`hold=False`: a supersession, a lesson) decides as before the quarantine existed: it
+  admits what the detector did not refuse.
 * or writes a NEW record (the input is never returned nor mutated): the caller's fields plus the
   provenance (with the context's adapter), the origin, the confidence the policy believes (capped
   by the origin's ceiling) and the policy fingerprint. Admitted writes are not separately
@@ -62,6 +69,8 @@ from ..vocabulary import CONTENT_KEYS, ID_KEYS, MAX_RECORD_BYTES, VECTOR_KEYS, c
 from .judge import Decision, admitted_record, digest_of_arguments, judge
 from .policy import AdmissionPolicy, admission_policy_in_force
 from .provenance import Origin, Provenance
+from .quarantine import hold as hold_note
+from .quarantine import written
 from .refusals import audit_source, record_refusal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -185,17 +194,32 @@ def _embedding_for(store: Store, content: str | None,
     return embedder.embed([content])[0], embedder.name
 
 
+#: Appended to the reason of a doubtful note admitted by a writer that cannot hold it for review.
+CANNOT_HOLD = " (the detector was unsure of it, but this write path holds nothing for review)"
+
+
 def judge_or_refuse(memories: Memories, record: Mapping[str, Any], provenance: Provenance,
-                    policy: AdmissionPolicy, *, conn: psycopg.Connection | None = None) -> Decision:
-    """The gate's decision on `record`: returned when admitted; when refused, the refusal is
-    audited first (see the module docstring) and MemoryAdmissionError is raised. For writers
-    that build their own rows (screen, the LangGraph store) from an admitted decision."""
+                    policy: AdmissionPolicy, *, conn: psycopg.Connection | None = None,
+                    hold: bool = False) -> Decision:
+    """The gate's decision on `record`: returned when admitted, or when held and the caller can
+    hold (`hold`: it writes held notes to the quarantine); when refused, the refusal is audited
+    first (see the module docstring) and MemoryAdmissionError is raised. A note the caller
+    cannot hold is admitted, as before the quarantine existed. For writers that build their own
+    rows (screen, the LangGraph store) from the decision."""
     if provenance.session_id is not None:
         _check_session(memories, record, provenance, policy, conn)
     decision = judge(record, provenance, policy)
-    if not decision.admitted:
+    if decision.held and not hold:
+        # A writer that cannot hold a note decides as before the quarantine existed: what the
+        # detector did not refuse is admitted.
+        decision = dataclasses.replace(decision, admitted=True, held=False,
+                                       reason=f"admitted: {provenance.origin.value}{CANNOT_HOLD}")
+    if not decision.admitted and not decision.held:
         raise _refuse(memories, decision, provenance, digest_of_arguments(record, provenance), conn)
-    telemetry.count("pymem_admissions_total", decision="admit")
+    if decision.held:
+        log.info("admission held: tenant=%s origin=%s name=%s score=%s", memories.ctx.tenant,
+                 provenance.origin.value, decision.signature, decision.score)
+    telemetry.count("pymem_admissions_total", decision="quarantine" if decision.held else "admit")
     return decision
 
 
@@ -219,21 +243,25 @@ def _check_size(memories: Memories, record: Mapping[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class Screened:
-    """A record the gate admitted, not yet written: `record` is what `admit` returns, `row` the
-    memory row the one write path (`Memories.add`) writes."""
+    """A record the gate admitted (or holds), not yet written: `record` is what `admit` returns,
+    `row` the memory row the one write path (`Memories.add`) writes, or the quarantine holds
+    (`decision.held`), and `decision` the gate's decision."""
 
     record: dict[str, Any]
     row: dict[str, Any]
+    decision: Decision
 
 
 def screen(memories: Memories, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
            policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
-           conn: psycopg.Connection | None = None) -> Screened:
+           conn: psycopg.Connection | None = None, hold: bool = False) -> Screened:
     """The gate's judgement without the write: judge `record` (raising MemoryAdmissionError after
     the refusal's audit committed, exactly as `admit` does) and build the row it may be written
     as. `admit` is `screen` and then the write; a caller that decides after judging whether and
     how to write (a near-duplicate lesson merged into an existing one) calls `screen` itself, so
-    its content passes the same gate."""
+    its content passes the same gate. With `hold`, a note the detector is unsure of comes back
+    held (`Screened.decision.held`) for the caller to write to the quarantine; without, it is
+    admitted."""
     record = _as_record(record)
     if record.get("event_at") is not None:
         record = {**record, "event_at": check_event_time(record["event_at"])}
@@ -244,7 +272,7 @@ def screen(memories: Memories, record: Mapping[str, Any] | str, provenance: Prov
         raise InvalidArguments(f"policy must be an AdmissionPolicy, not {type(policy).__name__}")
 
     _check_size(memories, record)
-    judge_or_refuse(memories, record, provenance, policy, conn=conn)
+    decision = judge_or_refuse(memories, record, provenance, policy, conn=conn, hold=hold)
 
     out = admitted_record(record, provenance, policy)
     vector = first_present(out, VECTOR_KEYS)
@@ -278,14 +306,14 @@ def screen(memories: Memories, record: Mapping[str, Any] | str, provenance: Prov
         "policy_fingerprint": out["policy_fingerprint"],
         "embedder": embedded_by,
     }
-    return Screened(record=out, row=row)
+    return Screened(record=out, row=row, decision=decision)
 
 
 def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
           policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
           ttl: float | timedelta | None = None, subject: str | None = None,
-          conn: psycopg.Connection | None = None) -> dict[str, Any]:
-    """Judge `record` and write it, or audit the refusal and raise MemoryAdmissionError.
+          conn: psycopg.Connection | None = None, hold: bool = True) -> dict[str, Any]:
+    """Judge `record` and write it (or hold it), or audit the refusal and raise MemoryAdmissionError.
 
     `record`: an object (or a bare string, taken as its content). The store reads `id` (else
     `chunk_id`/`memory_id`; generated when absent), `content` (else `distillate`/`text`),
@@ -301,11 +329,19 @@ def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Prove
     plus `id`, `origin`, `provenance`, `confidence`, `policy_fingerprint` (and `injection_source`).
     With `conn`, the write joins the caller's transaction as a savepoint; a refusal's audit never
     does (see the module docstring).
+
+    A note the detector is unsure of is held in the quarantine instead (never recalled or
+    delivered until an operator releases it): the record returned is the one held, and
+    `pymem.admission.quarantine.admission_of(result)` says "quarantined", with the reason, name,
+    score and the seq of its quarantine.held event. `hold=False` admits such a note instead.
     """
     retention = {k: v for k, v in (("ttl", ttl), ("subject", subject)) if v is not None}
     if retention:  # checked before anything is judged or audited
         check_ttl(ttl)
         check_subject(subject)
-    screened = screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn)
+    screened = screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn, hold=hold)
+    if screened.decision.held:
+        seq = hold_note(memories, {**screened.row, **retention}, screened.decision, conn=conn)
+        return written(screened.record, screened.decision, seq)
     memories.add([{**screened.row, **retention}], conn=conn)  # an existing id: InvalidArguments (storage.rows)
-    return screened.record
+    return written(screened.record, screened.decision)

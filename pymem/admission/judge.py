@@ -15,6 +15,14 @@ Order of judgement, and why:
    and piece by piece and refuses as `classifier.v1` or a `signal.*` name, with its score.
 2. Then the origin's rule from the policy table: persist or not, required citation /
    injection source, confidence ceiling.
+3. Then doubt: a note the detector is unsure of (a classifier score in the policy's quarantine
+   band, just below the refusal threshold, or a doubt the detector names in `Judgement.doubts`)
+   is held, not admitted: `Decision.held`, decision "quarantined". The gate stores it where no
+   prompt sees it (pymem.admission.quarantine) until an operator releases or rejects it. A note
+   the origin's rule refuses is refused, never held: holding is for what might be admitted.
+
+Three decisions, one shape: `Decision.decision` is "admitted", "quarantined" or "refused", with
+its reason, the deciding name and the classifier's score.
 
 Nothing here ever puts memory content into a reason, an exception message or a digest other
 than through a hash: refusals are logged and audited, and logs must not become a second copy
@@ -37,7 +45,7 @@ from ..bridge import blocking
 from ..errors import InvalidArguments, MemoryAdmissionError
 from ..vocabulary import CONTENT_KEYS, VECTOR_KEYS
 from ..vocabulary import canonical_json as _canonical_json
-from .classifier import classify
+from .classifier import MODEL_NAME, Judgement, classify
 from .policy import AdmissionPolicy, OriginRule
 from .provenance import Origin, Provenance
 from .scanning import instruction_shaped
@@ -45,6 +53,9 @@ from .scanning import instruction_shaped
 __all__ = [
     "Decision",
     "Finding",
+    "ADMITTED",
+    "QUARANTINED",
+    "REFUSED",
     "judge",
     "check_content",
     "admitted_record",
@@ -57,6 +68,8 @@ __all__ = [
 #: Keys `admitted_record` owns in the returned record. `injection_source` is also a top-level
 #: record key because the storage contract (pymem.storage.chunks) reads it there.
 _BOOKKEEPING_KEYS = ("provenance", "origin", "confidence", "policy_fingerprint", "injection_source")
+#: The gate's three decisions, as every surface names them.
+ADMITTED, QUARANTINED, REFUSED = "admitted", "quarantined", "refused"
 #: Longest guard reason kept in a Decision (guards are third-party code with chatty messages).
 GUARD_REASON_MAX = 200
 
@@ -68,7 +81,11 @@ class Decision:
     A refusal for instruction-shaped content names what decided in `signature`: a signature's
     name, `classifier.v1` or a structural signal's name. When the classifier decided, `score` is
     its score (0..1) and `piece_digest` the sha256 of the normalised piece that decided (the
-    whole note, a line, a field, a sentence), never the piece."""
+    whole note, a line, a field, a sentence), never the piece.
+
+    `held` marks the third decision: not admitted (`admitted` is False, so a caller that knows
+    only two decisions refuses it) but not refused either: the gate holds it in quarantine.
+    `score` is the classifier's score whenever it ran, whatever was decided."""
 
     admitted: bool
     reason: str
@@ -78,9 +95,15 @@ class Decision:
     policy_fingerprint: str | None = None
     score: float | None = None
     piece_digest: str | None = None
+    held: bool = False
 
     def __bool__(self) -> bool:  # `if judge(...):` reads naturally
         return self.admitted
+
+    @property
+    def decision(self) -> str:
+        """"admitted", "quarantined" or "refused"."""
+        return ADMITTED if self.admitted else QUARANTINED if self.held else REFUSED
 
 
 def _refuse(reason: str, origin: Origin | None, policy: AdmissionPolicy, signature: str | None = None) -> Decision:
@@ -121,17 +144,36 @@ def _check_consistency(record: Mapping[str, Any], provenance: Provenance) -> Non
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """Why content is instruction-shaped: the deciding name, and the classifier's score and
-    deciding piece's digest when the classifier decided."""
+    """What the content check found: the deciding name, and the classifier's score and the
+    deciding piece's digest when the classifier ran. `hold` marks a doubt (the quarantine band,
+    or a doubt the detector named), not an instruction: the note is held, not refused."""
 
     name: str
     score: float | None = None
     piece_digest: str | None = None
+    hold: bool = False
 
     @property
     def reason(self) -> str:
         shown = self.name if self.score is None else f"{self.name}, score {self.score:.3f}"
+        if self.hold:
+            return f"held for review: the detector is unsure of this content ({shown})"
         return f"instruction-shaped content ({shown})"
+
+
+def doubt(verdict: Judgement, policy: AdmissionPolicy) -> str | None:
+    """The name a note the classifier did not refuse is held under, or None to admit it: the
+    first doubt the detector named (`Judgement.doubts`: a decoded hidden payload, a record
+    redirection, ...), else `classifier.v1` for a score in the policy's quarantine band. The hook
+    between the detector and the gate's third decision; nothing is held with the quarantine off."""
+    if not policy.quarantine or verdict.refused:
+        return None
+    if verdict.doubts:
+        return verdict.doubts[0]
+    band = policy.quarantine_threshold
+    if band is not None and verdict.score >= band:
+        return MODEL_NAME
+    return None
 
 
 def _instruction_shaped(value: Any, policy: AdmissionPolicy, classifier: bool) -> Finding | None:
@@ -144,7 +186,17 @@ def _instruction_shaped(value: Any, policy: AdmissionPolicy, classifier: bool) -
     if verdict.refused:
         assert verdict.name is not None  # a refusing verdict always names what decided it
         return Finding(verdict.name, verdict.score, verdict.piece_digest)
+    held = doubt(verdict, policy)
+    if held is not None:
+        return Finding(held, verdict.score, verdict.piece_digest, hold=True)
     return None
+
+
+def _worse(first: Finding | None, second: Finding | None) -> Finding | None:
+    """Of two findings, the one that decides: a refusal before a doubt, a doubt before nothing."""
+    if first is None or (first.hold and second is not None and not second.hold):
+        return second
+    return first
 
 
 def check_content(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy, *,
@@ -159,9 +211,9 @@ def check_content(record: Mapping[str, Any], provenance: Provenance, policy: Adm
     """
     content = {k: v for k, v in record.items() if k not in _BOOKKEEPING_KEYS}
     found = _instruction_shaped(content, policy, classifier)
-    if found is None:
+    if found is None or found.hold:
         meta = [v for k, v in provenance.to_json().items() if k != "origin" and isinstance(v, str)]
-        found = _instruction_shaped(meta, policy, classifier) if meta else None
+        found = _worse(found, _instruction_shaped(meta, policy, classifier) if meta else None)
     return found
 
 
@@ -181,12 +233,25 @@ def _believed(verb: str, origin: Origin, rule: OriginRule, given: float | None, 
 def _policy_refusal(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy,
                     *, current: bool) -> Decision | None:
     """The refusal, if any, that both the write gate and recall apply: instruction shapes first,
-    then the origin's rule (persists at all, citation, injection source)."""
+    then the origin's rule (persists at all, citation, injection source). A doubt is no refusal:
+    the write gate holds the note (`judge`) and recall keeps what an operator released."""
+    decision, _ = _policy_judgement(record, provenance, policy, current=current)
+    return decision
+
+
+def _policy_judgement(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy,
+                      *, current: bool) -> tuple[Decision | None, Finding | None]:
+    """`_policy_refusal`, and the doubt the content check found when nothing refused it."""
     origin = provenance.origin
     found = blocking(content_check, record, provenance, policy)  # off the event loop under pymem.aio
-    if found is not None:
+    if found is not None and not found.hold:
         return Decision(False, found.reason, found.name, None, origin, policy.fingerprint, found.score,
-                        found.piece_digest)
+                        found.piece_digest), None
+    return _origin_refusal(provenance, policy, current=current), found
+
+
+def _origin_refusal(provenance: Provenance, policy: AdmissionPolicy, *, current: bool) -> Decision | None:
+    origin = provenance.origin
     rule = policy.rule_for(origin)
     if not rule.persist:
         which = "the current admission policy" if current else "the admission policy"
@@ -206,11 +271,13 @@ def judge(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPo
     given = _incoming_confidence(record)
     origin = provenance.origin
 
-    refusal = _policy_refusal(record, provenance, policy, current=False)
+    refusal, found = _policy_judgement(record, provenance, policy, current=False)
     if refusal is not None:
         return refusal
     rule = policy.rule_for(origin)
-
+    if found is not None:
+        return Decision(False, found.reason, found.name, rule.cap(given), origin, policy.fingerprint, found.score,
+                        found.piece_digest, held=True)
     return _believed("admitted", origin, rule, given, policy)
 
 
@@ -223,7 +290,7 @@ def admitted_record(record: Mapping[str, Any], provenance: Provenance, policy: A
     call `judge` itself first when it needs to audit the refusal before raising.
     """
     decision = judge(record, provenance, policy)
-    if not decision.admitted:
+    if not decision.admitted and not decision.held:
         raise MemoryAdmissionError(decision.reason, signature=decision.signature, score=decision.score)
     out = copy.deepcopy(dict(record))
     out["provenance"] = provenance.to_json()

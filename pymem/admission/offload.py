@@ -61,9 +61,10 @@ def _text_size(value: Any, depth: int = 0) -> int:
 
 
 def _check(record: Mapping[str, Any], provenance: Provenance, rules: dict[Origin, OriginRule],
-           threshold: float | None) -> Finding | None:
+           threshold: float | None, band: float | None = None, hold: bool = True) -> Finding | None:
     """In a worker: the content check itself, under the caller's policy rebuilt from its parts."""
-    return judge.check_content(record, provenance, AdmissionPolicy(rules=rules, classifier_threshold=threshold))
+    return judge.check_content(record, provenance, AdmissionPolicy(rules=rules, classifier_threshold=threshold,
+                                                                   quarantine_threshold=band, quarantine=hold))
 
 
 def _offloaded(record: Mapping[str, Any], provenance: Provenance, policy: AdmissionPolicy) -> Finding | None:
@@ -71,7 +72,8 @@ def _offloaded(record: Mapping[str, Any], provenance: Provenance, policy: Admiss
     pool = _pool
     if pool is not None and _text_size(record) >= OFFLOAD_CHARS:
         try:
-            future = pool.submit(_check, record, provenance, dict(policy.rules), policy.classifier_threshold)
+            future = pool.submit(_check, record, provenance, dict(policy.rules), policy.classifier_threshold,
+                                 policy.quarantine_threshold, policy.quarantine)
         except RuntimeError:  # shut down meanwhile: check here
             pass
         else:

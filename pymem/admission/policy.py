@@ -24,6 +24,15 @@ Beside the table, the policy holds the admission classifier's threshold
 is refused as `classifier.v1`, whatever its origin. It defaults to the threshold calibrated with
 the shipped weights; lower is stricter. The fingerprint covers the threshold and the SHA-256 of
 the weights it applies to, since the same number means something else for another model.
+
+Below the refusal threshold lies the quarantine band (`quarantine_threshold`): a note scoring
+in [quarantine_threshold, classifier_threshold) is neither admitted nor refused but held
+(pymem.admission.quarantine): stored where no prompt sees it until an operator releases or
+rejects it. Notes the detector names a doubt about (a decoded hidden payload, a record
+redirection: `Judgement.doubts`) are held too. The band's default edge is
+`QUARANTINE_RATIO` x the refusal threshold, chosen on held-out benign notes (training/REPORT.md);
+`quarantine=False` turns the third decision off (the band and the doubts are admitted, as before
+it existed). Both are in the fingerprint.
 """
 
 from __future__ import annotations
@@ -52,11 +61,18 @@ __all__ = [
     "DEFAULT_INJECTED_CEILING",
     "POLICY_FORMAT_VERSION",
     "check_threshold",
+    "QUARANTINE_RATIO",
 ]
 
 DEFAULT_INFERRED_CEILING = 0.6
 DEFAULT_TOOL_CEILING = 0.6
 DEFAULT_INJECTED_CEILING = 0.5
+#: The quarantine band's default lower edge, as a share of the refusal threshold: chosen on the
+#: leave-one-source-out scores of held-out benign notes (each source scored by the classifier
+#: trained and calibrated without it; `pymem eval poisoning` prints the table): 0.90 holds 1.4 % of
+#: the 2,375 benign notes (0.88: 1.9 %, 0.84: 3.0 %, 0.75: 6.2 %), under the 2 % aimed at with room
+#: for the detector's doubts, and 1.2 % of the 1,883 payloads (most misses score far lower).
+QUARANTINE_RATIO = 0.9
 #: Bumped if the canonical form of a rule changes, so old and new fingerprints never collide.
 POLICY_FORMAT_VERSION = 1
 
@@ -227,10 +243,21 @@ class AdmissionPolicy:
 
     rules: Mapping[Origin, OriginRule] = field(default_factory=default_rules)
     classifier_threshold: float | None = None
+    quarantine_threshold: float | None = None
+    quarantine: bool = True
 
     def __post_init__(self) -> None:
         threshold = shipped_threshold() if self.classifier_threshold is None else self.classifier_threshold
-        object.__setattr__(self, "classifier_threshold", check_threshold("classifier_threshold", threshold))
+        threshold = check_threshold("classifier_threshold", threshold)
+        object.__setattr__(self, "classifier_threshold", threshold)
+        band = QUARANTINE_RATIO * threshold if self.quarantine_threshold is None else self.quarantine_threshold
+        band = check_threshold("quarantine_threshold", band)
+        if band > threshold:
+            raise InvalidArguments(f"quarantine_threshold {band!r} is above the classifier threshold {threshold!r}; "
+                                   "the quarantine band lies below the refusal threshold")
+        object.__setattr__(self, "quarantine_threshold", band)
+        if not isinstance(self.quarantine, bool):
+            raise InvalidArguments("quarantine must be true or false")
         if not isinstance(self.rules, Mapping):
             raise InvalidArguments("admission policy rules must be a mapping of origin to rule")
         table: dict[Origin, OriginRule] = {origin: _DENY for origin in Origin}
@@ -282,12 +309,26 @@ class AdmissionPolicy:
         for key, value in changes.items():
             origin = _origin_key(key)
             table[origin] = _as_rule(origin, value, table[origin])
-        return AdmissionPolicy(table, self.classifier_threshold)
+        return AdmissionPolicy(table, self.classifier_threshold, self.quarantine_threshold, self.quarantine)
 
     def with_classifier_threshold(self, threshold: float | None) -> AdmissionPolicy:
         """A new policy with another classifier threshold (None: the shipped, calibrated one).
-        Lower refuses more notes; `tightened` never raises it."""
-        return AdmissionPolicy(self.rules, threshold)
+        Lower refuses more notes; `tightened` never raises it. The quarantine band keeps its edge
+        when it still lies below the new threshold, else it starts at the default share of it."""
+        if threshold is not None:
+            threshold = check_threshold("classifier_threshold", threshold)
+        band = self.quarantine_threshold
+        resolved = shipped_threshold() if threshold is None else threshold
+        assert self.classifier_threshold is not None  # resolved in __post_init__
+        if band is not None and (band > resolved or band == QUARANTINE_RATIO * self.classifier_threshold):
+            band = None  # the default share follows the threshold; a band it would cross starts over
+        return AdmissionPolicy(self.rules, threshold, band, self.quarantine)
+
+    def with_quarantine(self, threshold: float | None = None, *, enabled: bool = True) -> AdmissionPolicy:
+        """A new policy with another quarantine band edge (None: the default share of the refusal
+        threshold), or with the quarantine off (`enabled=False`: the band and the detector's doubts
+        are admitted). Lower holds more notes."""
+        return AdmissionPolicy(self.rules, self.classifier_threshold, threshold, enabled)
 
     def tightened(self, **changes: Any) -> AdmissionPolicy:
         """Like `with_rules`, but refuses any change that would admit more than before.
@@ -308,7 +349,11 @@ class AdmissionPolicy:
             if threshold > current:
                 raise InvalidArguments("tightened() would raise the classifier threshold")
             new = new.with_classifier_threshold(threshold)
-        return new
+        if not self.quarantine:
+            return new
+        # A tightened policy keeps holding what is doubtful, with a band that starts no higher.
+        assert self.quarantine_threshold is not None and new.quarantine_threshold is not None  # resolved
+        return new.with_quarantine(min(self.quarantine_threshold, new.quarantine_threshold))
 
     def deny(self, *origins: Origin | str) -> AdmissionPolicy:
         """A new policy that never persists the given origins."""
@@ -324,6 +369,8 @@ class AdmissionPolicy:
             "rules": {origin.value: self.rules[origin].to_json() for origin in Origin},
             "classifier_threshold": self.classifier_threshold,
             "classifier_weights": _weights_id(),
+            "quarantine": self.quarantine,
+            "quarantine_threshold": self.quarantine_threshold,
         }
 
     @property
@@ -339,7 +386,8 @@ class AdmissionPolicy:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AdmissionPolicy):
             return NotImplemented
-        return dict(self.rules) == dict(other.rules) and self.classifier_threshold == other.classifier_threshold
+        return (dict(self.rules) == dict(other.rules) and self.classifier_threshold == other.classifier_threshold
+                and self.quarantine_threshold == other.quarantine_threshold and self.quarantine == other.quarantine)
 
     def __hash__(self) -> int:
         return hash(self.fingerprint)
@@ -359,18 +407,21 @@ class AdmissionPolicy:
              "rules": {"model_inferred": {"ceiling": 0.4}, "tool_output": {"persist": false}},
              "inferred_ceiling": 0.5, "tool_ceiling": 0.5, "injected_ceiling": 0.3,
              "deny_origins": ["injected_context"],
-             "classifier_threshold": 0.7, "classifier_weights": "sha256:..."}
+             "classifier_threshold": 0.7, "classifier_weights": "sha256:...",
+             "quarantine": true, "quarantine_threshold": 0.5}
 
         Partial rules are merged over the base rule of the same origin. The shorthand ceilings
         apply after `rules`, `deny_origins` last. `classifier_threshold` is a number in (0, 1]
         (null: the shipped, calibrated one); `classifier_weights`, when given, must name the
         shipped weights: a threshold chosen for other weights is refused, not carried over.
+        `quarantine_threshold` is the quarantine band's lower edge, in (0, classifier_threshold]
+        (null: the default share of the refusal threshold); `quarantine` false turns holding off.
         The output of `to_json` is accepted verbatim.
         """
         if not isinstance(data, Mapping):
             raise InvalidArguments(f"an admission policy must be a JSON object, not {type(data).__name__}")
         allowed = {"version", "rules", "inferred_ceiling", "tool_ceiling", "injected_ceiling", "deny_origins",
-                   "classifier_threshold", "classifier_weights"}
+                   "classifier_threshold", "classifier_weights", "quarantine", "quarantine_threshold"}
         unknown = sorted(str(k)[:64] for k in data if k not in allowed)
         if unknown:
             raise InvalidArguments(
@@ -408,6 +459,13 @@ class AdmissionPolicy:
             value = data["classifier_threshold"]
             policy = policy.with_classifier_threshold(
                 None if value is None else check_threshold("admission policy 'classifier_threshold'", value))
+        if "quarantine" in data or "quarantine_threshold" in data:
+            enabled = data.get("quarantine", policy.quarantine)
+            if not isinstance(enabled, bool):
+                raise InvalidArguments("admission policy 'quarantine' must be true or false")
+            value = data.get("quarantine_threshold", policy.quarantine_threshold)
+            band = None if value is None else check_threshold("admission policy 'quarantine_threshold'", value)
+            policy = policy.with_quarantine(band, enabled=enabled)
         return policy
 
     @classmethod
@@ -438,7 +496,9 @@ class AdmissionPolicy:
         ``PYMEM_POLICY_FILE`` (a JSON file, see `from_json`) is applied first, then the simple
         overrides ``PYMEM_INFERRED_CEILING``, ``PYMEM_TOOL_CEILING``, ``PYMEM_INJECTED_CEILING``
         (numbers in [0, 1]), ``PYMEM_DENY_ORIGINS`` (comma-separated origins) and
-        ``PYMEM_CLASSIFIER_THRESHOLD`` (a number in (0, 1]). Empty variables count as unset.
+        ``PYMEM_CLASSIFIER_THRESHOLD`` (a number in (0, 1]), ``PYMEM_QUARANTINE_THRESHOLD`` (the
+        quarantine band's edge, a number in (0, 1] no higher than the classifier threshold) and
+        ``PYMEM_QUARANTINE`` (``off`` turns holding off). Empty variables count as unset.
         """
         env = environment() if environ is None else environ
         policy = cls()
@@ -473,7 +533,24 @@ class AdmissionPolicy:
                 raise InvalidArguments(
                     f"PYMEM_CLASSIFIER_THRESHOLD must be a number in (0, 1], got {raw[:32]!r}") from None
             policy = policy.with_classifier_threshold(check_threshold("PYMEM_CLASSIFIER_THRESHOLD", value))
+        raw_band = (env.get("PYMEM_QUARANTINE_THRESHOLD") or "").strip()
+        raw_on = (env.get("PYMEM_QUARANTINE") or "").strip().lower()
+        if raw_on and raw_on not in _SWITCH:
+            raise InvalidArguments(f"PYMEM_QUARANTINE must be on or off, got {raw_on[:32]!r}")
+        if raw_band or raw_on:
+            band = policy.quarantine_threshold
+            if raw_band:
+                try:
+                    band = check_threshold("PYMEM_QUARANTINE_THRESHOLD", float(raw_band))
+                except ValueError:
+                    raise InvalidArguments(
+                        f"PYMEM_QUARANTINE_THRESHOLD must be a number in (0, 1], got {raw_band[:32]!r}") from None
+            policy = policy.with_quarantine(band, enabled=_SWITCH[raw_on] if raw_on else policy.quarantine)
         return policy
+
+
+#: PYMEM_QUARANTINE's spellings.
+_SWITCH = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}
 
 
 def admission_policy_in_force(settings: Any) -> AdmissionPolicy:

@@ -28,13 +28,14 @@ def _register() -> None:
         eval_command,
         lesson_commands,
         memory_commands,
+        quarantine_commands,
         retention_commands,
         service_commands,
         verify_command,
     )
 
-    for module in (db_commands, verify_command, demo_command, memory_commands, delivery_commands, lesson_commands,
-                   data_commands, bench_command, eval_command, service_commands, retention_commands):
+    for module in (db_commands, verify_command, demo_command, memory_commands, quarantine_commands, delivery_commands,
+                   lesson_commands, data_commands, bench_command, eval_command, service_commands, retention_commands):
         module.register(main)
 
 

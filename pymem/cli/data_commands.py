@@ -11,6 +11,7 @@ import click
 
 from .. import Context, ContextError, InvalidArguments
 from ..admin import check_file, export_records, import_file
+from ..admission import import_gated
 from ..context import parse_scope_pairs
 from .common import context_options, echo_json, handle_errors, is_tty, json_option, open_store, stderr, table
 
@@ -36,33 +37,39 @@ def _readable(record: dict[str, Any]) -> dict[str, Any]:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--batch-size", type=click.IntRange(1, 10_000), default=500, show_default=True,
               help="Records per transaction (and per idempotency key).")
+@click.option("--gate", is_flag=True,
+              help="Judge each record's text as the write gate does: instruction-shaped ones are refused "
+                   "(audited), doubtful ones held in quarantine, the rest imported.")
 @context_options
 @json_option
 @handle_errors
-def import_command(file: Path, batch_size: int, ctx: Context, as_json: bool) -> None:
+def import_command(file: Path, batch_size: int, gate: bool, ctx: Context, as_json: bool) -> None:
     """Import chunk records from a JSON Lines file (one chunk object per line).
 
     The whole file is checked first (a malformed line stops the import with its line number,
     nothing written). Each batch commits on its own under an idempotency key derived from the
     file's content and the batch's position: re-run the same command after an interruption and
-    the finished batches are replayed, the rest written, nothing duplicated.
+    the finished batches are replayed, the rest written, nothing duplicated. Records are stored
+    as given (a restore); with --gate, notes from elsewhere pass the gate's content check first.
 
     Example: pymem import --tenant acme memories.jsonl
     """
     with open_store() as store:
         mem = store.bind(ctx)
+        run = import_gated if gate else import_file
         if is_tty() and not as_json:
             checked = check_file(mem, file, batch_size)
             with click.progressbar(length=checked[1], label="importing", file=sys.stderr) as bar:
-                report = import_file(mem, file, batch_size=batch_size, checked=checked,
-                                     on_batch=lambda _i, n, _replayed: bar.update(n))
+                report = run(mem, file, batch_size=batch_size, checked=checked,
+                             on_batch=lambda _i, n, _replayed: bar.update(n))
         else:
-            report = import_file(mem, file, batch_size=batch_size)
+            report = run(mem, file, batch_size=batch_size)
     if as_json:
         echo_json(report.as_dict())
     else:
-        click.echo(f"imported {report.records} records in {report.batches} batches "
-                   f"({report.written_batches} written, {report.replayed_batches} already done)")
+        click.echo(f"imported {report.records - report.quarantined - report.refused} records in {report.batches} "
+                   f"batches ({report.written_batches} written, {report.replayed_batches} already done)"
+                   + (f"; {report.quarantined} quarantined, {report.refused} refused" if gate else ""))
 
 
 @click.command("export")

@@ -96,8 +96,50 @@ def eval_recall(data_dir: str, limit: int | None, database: str, keep: bool, as_
         click.echo(tool.format_report(report))
 
 
+@eval_group.command("poisoning")
+@click.option("--sample", type=click.IntRange(0, 100_000), default=20, show_default=True,
+              help="Notes per source, label and surface (0: every note through every surface).")
+@click.option("--surface", "surfaces", multiple=True,
+              type=click.Choice(["library", "cli", "http", "mcp", "langgraph"]),
+              help="Write through these surfaces only (repeatable) [default: all five].")
+@click.option("--source", "sources", multiple=True, help="Only these sources of the data (repeatable).")
+@click.option("--shipped", is_flag=True,
+              help="Judge every source with the shipped classifier instead of its held-out variant (not held out).")
+@click.option("--database", default="pymem_eval_poisoning", show_default=True,
+              help="Scratch database to create (dropped and recreated) on the store's server.")
+@click.option("--keep", is_flag=True, help="Keep the scratch database afterwards.")
+@json_option
+@handle_errors
+def eval_poisoning(sample: int, surfaces: tuple[str, ...], sources: tuple[str, ...], shipped: bool, database: str,
+                   keep: bool, as_json: bool) -> None:
+    """Measure what poisoned notes reach a prompt: written through every surface, then delivered.
+
+    Each note of the evaluation data (the classifier's training sources: payloads and benign
+    notes) is written through the library, the command line, HTTP, MCP and the LangGraph store
+    in session 1 of a tenant, then `deliver` runs for a related query (the note's opening words)
+    in session 2 of the same tenant and scope. Per held-out source: the share of payloads
+    refused, quarantined and admitted, and the share that reached a delivered block; of benign
+    notes, the share refused, quarantined and delivered. Each source is judged by the classifier
+    trained without it (needs the train extra; else --shipped is implied and the table says so).
+    Offline; progress on standard error.
+
+    Development installs only: the evaluation is the source checkout's benchmarks/eval_poisoning.py,
+    not in the wheel (pip install -e '.[test,train]' in a clone).
+
+    Example: pymem eval poisoning --sample 10 --surface library --surface http
+    """
+    tool = workshop("eval_poisoning", "pymem eval poisoning")
+    with open_store() as store:
+        report = tool.run(store, database=database, keep=keep, sample=sample,
+                          surfaces=surfaces or tool.SURFACES, shipped=shipped, only=sources, progress=stderr)
+    if as_json:
+        echo_json(report)
+    else:
+        click.echo(tool.format_report(report))
+
+
 def register(main: click.Group) -> None:
     main.add_command(eval_group)
 
 
-__all__ = ["eval_group", "eval_admission", "format_evaluation", "register"]
+__all__ = ["eval_group", "eval_admission", "eval_poisoning", "format_evaluation", "register"]

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 import click
 
 from .. import Context, InvalidArguments, MemoryAdmissionError, Origin, Provenance, PymemError, Store, admit, recall
+from ..admission import Admission, admission_of
 from ..delivery import tier_of
 from ..integrity import history, refusals
 from .common import (
@@ -49,13 +50,18 @@ def _embedder(store: Store) -> Any:
 
 
 def _admitted_json(out: dict[str, Any]) -> dict[str, Any]:
-    return {"decision": "admitted", "id": out["id"], "origin": out["origin"], "confidence": out["confidence"],
-            "policy_fingerprint": out["policy_fingerprint"]}
+    """The gate's decision on a written (admitted or held) note, in the shape of every surface."""
+    return admission_of(out).to_json()
 
 
 def _refused_json(exc: MemoryAdmissionError) -> dict[str, Any]:
-    return {"decision": "refused", "reason": exc.reason, "signature": exc.signature, "score": exc.score,
-            "audit_seq": exc.audit_seq}
+    return Admission.refused(exc).to_json()
+
+
+def _held_lines(decision: dict[str, Any]) -> list[str]:
+    score = f", score {decision['score']:.3f}" if decision["score"] is not None else ""
+    return [f"quarantined {decision['id']}: held for an operator's review, not recalled or delivered until released",
+            f"  {decision['signature']}{score}; audit seq {decision['audit_seq']}"]
 
 
 def report_refusal(exc: MemoryAdmissionError, as_json: bool) -> None:
@@ -130,7 +136,7 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
         stderr(f"{len(problems)} malformed line(s); nothing was written")
         raise SystemExit(2)
 
-    counts = {"admitted": 0, "refused": 0, "error": 0}
+    counts = {"admitted": 0, "quarantined": 0, "refused": 0, "error": 0}
     with open_store() as store:
         memories = store.bind(ctx)
         embedder = _embedder(store)
@@ -149,13 +155,15 @@ def _remember_file(file: TextIO, default_origin: str | None, ctx: Context, as_js
             elif decision["decision"] == "admitted":
                 click.echo(f"line {number}: admitted {decision['id']} ({decision['origin']}, "
                            f"confidence {decision['confidence']:g})")
+            elif decision["decision"] == "quarantined":
+                click.echo(f"line {number}: " + "; ".join(line.strip() for line in _held_lines(decision)))
             elif decision["decision"] == "refused":
                 sig = f" [{decision['signature']}]" if decision["signature"] else ""
                 click.echo(f"line {number}: refused{sig}: {decision['reason']}; audit seq {decision['audit_seq']}")
             else:
                 stderr(f"Error: line {number}: {decision['error']}")
     if not as_json:
-        click.echo(f"{counts['admitted']} admitted, {counts['refused']} refused"
+        click.echo(f"{counts['admitted']} admitted, {counts['quarantined']} quarantined, {counts['refused']} refused"
                    + (f", {counts['error']} malformed" if counts["error"] else ""))
     if counts["error"]:
         raise SystemExit(2)
@@ -190,15 +198,17 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
              run_id: str | None, turn: int | None, injection_source: str | None, tags: tuple[str, ...], hot: bool,
              kind: str | None, confidence: float | None, memory_id: str | None, ttl: float | None,
              subject: str | None, file: TextIO | None, ctx: Context, as_json: bool) -> None:
-    """Admit TEXT into long-term memory if its origin says it may, else refuse it.
+    """Admit TEXT into long-term memory if its origin says it may, hold it for review, or refuse it.
 
     The admission policy (PYMEM_POLICY_FILE, PYMEM_INFERRED_CEILING, ...; see the README)
     decides: user_asserted and operator persist, model_inferred persists capped at 0.6,
     tool_output only with --citation, retrieved_content and unproven never; instruction-shaped
     text is refused whatever its origin. A refusal is written to the tenant's audit ledger (a
     digest, never the text) before it is reported. A --session that was never started (`pymem
-    session start`) is refused and audited the same way; an incognito one stores nothing. Exit 0
-    admitted, 1 refused.
+    session start`) is refused and audited the same way; an incognito one stores nothing. Text the
+    detector is unsure of (a score in the quarantine band, PYMEM_QUARANTINE_THRESHOLD) is
+    quarantined: stored where no recall or delivery reads it until an operator releases it
+    (`pymem quarantine`). Exit 0 admitted or quarantined, 1 refused.
 
     With --file, each line ({"text", "origin", "source", "citation", "session", "run", "turn",
     "injection_source", "tags", "kind", "confidence", "id"}) is admitted or refused on its own;
@@ -233,8 +243,12 @@ def remember(text: str | None, origin: str | None, source: str | None, citation:
             out = admit(memories, record, provenance, embedder=_embedder(store), ttl=ttl, subject=subject)
         except MemoryAdmissionError as exc:
             report_refusal(exc, as_json)
+    decision = _admitted_json(out)
     if as_json:
-        echo_json(_admitted_json(out))
+        echo_json(decision)
+    elif decision["decision"] == "quarantined":
+        for line in _held_lines(decision):
+            click.echo(line)
     else:
         click.echo(f"admitted {out['id']}")
         capped = confidence is not None and out["confidence"] < confidence

@@ -57,7 +57,10 @@ def supersede(memories: Memories, old_id: str, new_record: Mapping[str, Any] | s
             raise InvalidArguments(f"memory {old_id[:100]!r} was already superseded by {old['superseded_by']!r}")
         successor = {"kind": old["kind"], "tags": list(old["tags"] or []), "scope": old["scope"],
                      **dict(record), "supersedes": old_id}
-        out = admit(memories, successor, provenance, policy=policy, embedder=embedder, conn=c)
+        # A successor is believed now or not at all: held, it would leave the old memory superseded
+        # by nothing anyone can read. One the detector is unsure of is judged as before the
+        # quarantine existed (admitted unless refused).
+        out = admit(memories, successor, provenance, policy=policy, embedder=embedder, conn=c, hold=False)
         changed = c.execute(queries.query("supersede_memory"), (out["id"], memories.ctx.tenant, old_id)).fetchone()
         if changed is None:
             raise AccessDenied(f"this context may not supersede memory {old_id[:100]!r}")

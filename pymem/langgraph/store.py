@@ -56,6 +56,7 @@ from ..admission.gate import bind_provenance, judge_or_refuse
 from ..admission.judge import Decision
 from ..admission.policy import AdmissionPolicy, admission_policy_in_force
 from ..admission.provenance import Provenance, parse_origin
+from ..admission.quarantine import hold_row
 from ..admission.trust import AdapterTrustPolicy, active_trust_policy
 from ..aio.store import Memories as AsyncMemories
 from ..context import Context
@@ -426,18 +427,22 @@ class PymemStore(BaseStore):
             policy = self.policy if self.policy is not None else admission_policy_in_force(self.memories.store.settings)
             for put in writes:
                 decisions[put.id] = judge_or_refuse(self.memories, {"value": put.op.value}, self.provenance, policy,
-                                                    conn=conn)
+                                                    conn=conn, hold=True)
+        # A put the gate holds is not written as an item: it waits in the quarantine under the
+        # item's id (released, it becomes the item). The value it replaces goes, as a put's would.
+        held = [p for p in writes if decisions.get(p.id) is not None and decisions[p.id].held]
+        writes = [p for p in writes if p not in held]
         with store.transaction(ctx, conn) as c:
             state = c.execute(queries.query("langgraph_write_state"),
-                              (ctx.tenant, [p.id for p in writes])).fetchall()
+                              (ctx.tenant, [p.id for p in writes + held])).fetchall()
             now = state[0][0]
             kept = {row[1]: row[2:] for row in state if row[1] is not None}
             ns_ranks: dict[tuple[str, ...], Any] = {}
-            for put in writes:
+            for put in writes + held:
                 if put.id in kept and kept[put.id][2] is not None:
                     ns_ranks.setdefault(tuple(put.op.namespace), kept[put.id][2])
             base = _micros(now) * _RANK_SCALE
-            for put in writes:
+            for put in writes + held:
                 namespace = tuple(put.op.namespace)
                 if namespace not in ns_ranks:
                     row = c.execute(queries.query("langgraph_namespace_rank"),
@@ -445,14 +450,19 @@ class PymemStore(BaseStore):
                     ns_ranks[namespace] = row[0] if row is not None and row[0] is not None \
                         else base + plan.first_touch[namespace]
             rows = []
-            for put in writes:
+            for put in writes + held:
                 created, rank, _ = kept.get(put.id, (None, None, None))
                 rows.append(self._row(put, decisions.get(put.id), now, created, rank if rank is not None
                                       else base + put.ordinal, ns_ranks[tuple(put.op.namespace)]))
+            deletes += [p.id for p in held if p.id in kept]
             if deletes:
                 self.memories.delete_many(deletes, conn=c)
-            if rows:
-                write_rows(c, ctx, rows, replace=True, whole=True)
+            if rows[:len(writes)]:
+                write_rows(c, ctx, rows[:len(writes)], replace=True, whole=True)
+            for put, row in zip(held, rows[len(writes):], strict=True):
+                decision = decisions[put.id]
+                assert decision is not None
+                hold_row(c, ctx, row, decision)
 
     def sweep_ttl(self) -> int:
         """Delete the expired memories this store's context may delete (pymem.purge_expired: each a

@@ -1,6 +1,8 @@
 """The MCP server: pymem's verbs as tools, with identity from a token or the process, never from arguments.
 
-Tools: remember (the write gate; a refusal is a tool error naming the reason), recall (kept and
+Tools: remember (the write gate: its decision, admitted or quarantined, with the reason and score; a
+refusal is a tool error naming the reason), list_quarantined, release_quarantined and
+reject_quarantined (the notes the gate held; deciding one is an operator's), recall (kept and
 withheld), deliver (the block a turn receives; starts the session on first use), get, list, erase
 (content gone, hash and reason chained; the HTTP verb of the same name, per id), supersede; and the
 tools for lessons, convention receipts and shared facts (pymem.mcp.lesson_tools). One tool per
@@ -51,7 +53,8 @@ INSTRUCTIONS = (
     "it returns what is still believed (kept) and what was withheld and why. When a task is done, file_lesson "
     "leaves what it taught for the next task; lessons_for_task (or deliver with lesson_tags) returns them."
 )
-TOOLS = ("remember", "recall", "deliver", "get", "list", "erase", "supersede", *LESSON_TOOLS)
+TOOLS = ("remember", "recall", "deliver", "get", "list", "erase", "supersede", "list_quarantined",
+         "release_quarantined", "reject_quarantined", *LESSON_TOOLS)
 #: The erasure reason `erase` records when the caller gives none.
 ERASE_REASON = "erased on request through the MCP erase tool"
 
@@ -200,11 +203,38 @@ def build_mcp_server(service: Callable[[], Service], identity: Identity, *,
 
         origin: user_asserted (the user said it), operator, model_inferred (you concluded it; believed
         at most 0.6), tool_output (needs a citation), injected_context (needs injection_source);
-        retrieved_content and unproven are never kept. Instruction-shaped text is refused.
+        retrieved_content and unproven are never kept. Instruction-shaped text is refused. The result's
+        decision is admitted, or quarantined: held for an operator's review, not recalled until released.
         """
         args = remember_record(content, origin, source, citation, session_id, run_id, turn, injection_source,
                                tags, kind, confidence, id, ttl, subject)
-        return _admitted(run(ctx, "remember", args))
+        decision: dict[str, Any] = run(ctx, "remember", args)
+        return decision
+
+    @server.tool(name="list_quarantined", annotations=reads)
+    def list_quarantined(ctx: ToolContext,
+                         status: Annotated[Literal["held", "released", "rejected", "all"],
+                                           _d("which notes: held (default), released, rejected or all")] = "held",
+                         limit: Annotated[int, _d("the most notes to return")] = 100) -> dict[str, Any]:
+        """The notes the write gate held for review (oldest first), with the reason, score and content.
+        No other tool returns them."""
+        return {"notes": run(ctx, "list_quarantined", {"status": status, "limit": limit})}
+
+    @server.tool(name="release_quarantined", annotations=writes)
+    def release_quarantined(id: Annotated[str, _d("the held note's id")],
+                            reason: Annotated[str, _d("why it may be believed (recorded)")],
+                            ctx: ToolContext) -> dict[str, Any]:
+        """Release a held note into memory (an operator's decision: refused to an agent's token)."""
+        decided: dict[str, Any] = run(ctx, "release_quarantined", {"id": id, "reason": reason})
+        return decided
+
+    @server.tool(name="reject_quarantined", annotations=writes)
+    def reject_quarantined(id: Annotated[str, _d("the held note's id")],
+                           reason: Annotated[str, _d("why it is rejected (recorded)")],
+                           ctx: ToolContext) -> dict[str, Any]:
+        """Reject a held note: its content is dropped (an operator's decision: refused to an agent's token)."""
+        decided: dict[str, Any] = run(ctx, "reject_quarantined", {"id": id, "reason": reason})
+        return decided
 
     @server.tool(name="recall", annotations=reads)
     def recall(query: Annotated[str, _d("what to remember about, as a question or keywords")], ctx: ToolContext,

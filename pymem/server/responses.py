@@ -20,6 +20,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from ..admission.quarantine import Admission
 from ..errors import ConventionConflict, MemoryAdmissionError, Unauthenticated
 from ..service.failures import log_unexpected
 from ..service.wire import bounded_message, code_for, retry_after, status_for
@@ -70,8 +71,7 @@ def error_response(exc: BaseException, request_id: str, where: str = "a call") -
     elif isinstance(exc, MemoryAdmissionError):
         if type(exc) is MemoryAdmissionError:
             error["message"] = f"refused by the write gate: {exc.reason}"
-        error["details"] = {"reason": exc.reason, "signature": exc.signature, "audit_seq": exc.audit_seq,
-                            "score": exc.score}
+        error["details"] = Admission.refused(exc).to_json()
     elif isinstance(exc, ConventionConflict):
         error["details"] = {"receipt_id": exc.receipt_id, "conflicting_id": exc.conflicting_id}
     if isinstance(exc, Unauthenticated):

@@ -112,6 +112,30 @@ ADMITTED: Schema = {"type": "object", "required": ["id", "origin", "confidence",
                                    "confidence": {"type": "number"}, "policy_fingerprint": {"type": "string"},
                                    "provenance": OBJECT},
                     "description": "the record as the write gate wrote it (without vectors)"}
+DECISION: Schema = {
+    "type": "object",
+    "required": ["decision", "reason", "signature", "score", "audit_seq", "id", "origin", "confidence",
+                 "policy_fingerprint", "provenance"],
+    "properties": {"decision": {"enum": ["admitted", "quarantined", "refused"]}, "reason": {"type": "string"},
+                   "signature": nullable({"type": "string"}), "score": nullable({"type": "number"}),
+                   "audit_seq": nullable({"type": "integer"}), "id": nullable({"type": "string"}),
+                   "origin": nullable({"enum": list(ORIGINS)}), "confidence": nullable({"type": "number"}),
+                   "policy_fingerprint": nullable({"type": "string"}), "provenance": nullable(OBJECT)},
+    "description": "the write gate's decision: admitted (a memory now), quarantined (held where no prompt sees it "
+                   "until an operator releases it) or refused (audited; an error, whose details carry this shape)"}
+QUARANTINED_NOTE: Schema = {
+    "type": "object", "required": ["id", "status", "reason", "signature", "score", "origin", "held_at"],
+    "properties": {"id": {"type": "string"}, "status": {"enum": ["held", "released", "rejected"]},
+                   "reason": {"type": "string"}, "signature": nullable({"type": "string"}),
+                   "score": nullable({"type": "number"}), "origin": {"enum": list(ORIGINS)},
+                   "source_adapter": nullable({"type": "string"}), "content": nullable({"type": "string"}),
+                   "provenance": OBJECT, "held_at": {"type": "string"}, "decided_at": nullable({"type": "string"}),
+                   "decision_reason": nullable({"type": "string"})},
+    "description": "a note the write gate held, with its reason and score (its content while held)"}
+QUARANTINE_DECIDED: Schema = {"type": "object", "required": ["id", "status", "seq"],
+                              "properties": {"id": {"type": "string"},
+                                             "status": {"enum": ["released", "rejected"]},
+                                             "seq": {"type": "integer"}}}
 KEPT: Schema = {"type": "object", "required": ["id", "content", "score", "origin", "confidence"], "properties": {
     "id": {"type": "string"}, "content": nullable({"type": "string"}), "score": {"type": "number"},
     "origin": {"type": "string"}, "confidence": {"type": "number"}, "source_adapter": nullable({"type": "string"}),
@@ -234,6 +258,11 @@ DELIVER_ARGS: Schema = {"session_id": SESSION_ID, "query": nullable({"type": "st
                         "lesson_tags": LESSON_TAGS, "role": ROLE}
 SUPERSEDE_ARGS: Schema = {"old_id": ID, "record": REMEMBER_ARGS["record"], "provenance": PROVENANCE}
 ERASE_ARGS: Schema = {"id": ID, "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON}}
+LIST_QUARANTINED_ARGS: Schema = {
+    "status": {"enum": ["held", "released", "rejected", "all"], "default": "held", "description": "which notes"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST, "default": 100}}
+DECIDE_ARGS: Schema = {"id": ID, "reason": {"type": "string", "minLength": 1, "maxLength": MAX_REASON,
+                                            "description": "why (chained; an operator's token only)"}}
 
 FILE_LESSON_ARGS: Schema = {
     "content": {"type": "string", "minLength": 1, "maxLength": MAX_LESSON_CHARS, "description": "the lesson's text"},

@@ -24,6 +24,7 @@ from psycopg_pool import PoolTimeout
 
 from .. import db
 from ..admission.gate import admit
+from ..admission.quarantine import admission_of, list_quarantined, reject_quarantined, release_quarantined
 from ..context import Context
 from ..conventions import active_conventions, file_review_correction, retire_convention
 from ..conventions.receipts import DEFAULT_ORIGIN as CORRECTION_ORIGIN
@@ -68,7 +69,18 @@ class Verb:
 
 def _remember(mem: Memories, svc: Service, record: Any, provenance: Any, ttl: Any = None,
               subject: Any = None) -> dict[str, Any]:
-    return admit(mem, record, provenance, embedder=svc.embedder, ttl=ttl, subject=subject)
+    return admission_of(admit(mem, record, provenance, embedder=svc.embedder, ttl=ttl, subject=subject)).to_json()
+
+
+def _list_quarantined(mem: Memories, svc: Service, status: str = "held", limit: int = 100) -> list[dict[str, Any]]:
+    return [n.to_json() for n in list_quarantined(mem, status=None if status == "all" else status, limit=limit)]
+
+
+def _decide(how: str) -> Callable[..., dict[str, Any]]:
+    def decide(mem: Memories, svc: Service, id: str, reason: str) -> dict[str, Any]:
+        seq = (release_quarantined if how == "released" else reject_quarantined)(mem, id, reason)
+        return {"id": id, "status": how, "seq": seq}
+    return decide
 
 
 def _recall(mem: Memories, svc: Service, query: Any, top_k: int = 5, scope_filter: Any = None) -> dict[str, Any]:
@@ -139,8 +151,16 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
     Verb("describe_store", lambda m, _: m.describe_store(), result=s.CAPABILITIES,
          summary="what the store implements, and nothing more"),
     Verb("health", lambda m, _: m.health(), result=s.HEALTH, summary="database reachable, pgvector, schema current"),
-    Verb("remember", _remember, s.REMEMBER_ARGS, ("record", "provenance"), s.ADMITTED,
-         "the write gate: admit the record under the policy in force, or refuse it (audited)"),
+    Verb("remember", _remember, s.REMEMBER_ARGS, ("record", "provenance"), s.DECISION,
+         "the write gate: admit the record under the policy in force, hold it in quarantine when the detector is "
+         "unsure of it, or refuse it (audited)"),
+    Verb("list_quarantined", _list_quarantined, s.LIST_QUARANTINED_ARGS, (),
+         {"type": "array", "items": s.QUARANTINED_NOTE},
+         "the notes the write gate held (oldest first), asked for explicitly: no other verb returns them"),
+    Verb("release_quarantined", _decide("released"), s.DECIDE_ARGS, ("id", "reason"), s.QUARANTINE_DECIDED,
+         "an operator releases a held note: it becomes the memory its writer asked for (chained)"),
+    Verb("reject_quarantined", _decide("rejected"), s.DECIDE_ARGS, ("id", "reason"), s.QUARANTINE_DECIDED,
+         "an operator rejects a held note: its content goes, its hash stays (chained)"),
     Verb("recall", _recall, s.RECALL_ARGS, ("query",), s.RECALLED,
          "search, then re-judge every hit under the policy in force now: kept and withheld"),
     Verb("start_session", _start_session, s.START_SESSION_ARGS, ("session_id", "surface"), s.SESSION,

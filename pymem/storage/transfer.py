@@ -44,10 +44,22 @@ class ImportReport:
     replayed_batches: int = 0
     digest: str = ""
     batch_size: int = DEFAULT_BATCH
+    screened: bool = False  # whether a screen judged the records (import_file's `screen`)
+    quarantined: int = 0  # records the screen held instead of importing
+    refused: int = 0  # records the screen refused
 
     def as_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "batches": self.batches, "written_batches": self.written_batches,
-                "replayed_batches": self.replayed_batches, "batch_size": self.batch_size, "digest": self.digest}
+        out: dict[str, Any] = {"records": self.records, "batches": self.batches,
+                               "written_batches": self.written_batches, "replayed_batches": self.replayed_batches,
+                               "batch_size": self.batch_size, "digest": self.digest}
+        if self.screened:
+            out.update(quarantined=self.quarantined, refused=self.refused)
+        return out
+
+
+#: What a screen makes of one batch, on the batch's connection: the chunks to import, and how many
+#: it held and refused (pymem.admission.importing judges chunks as the write gate does).
+Screen = Callable[[list[dict[str, Any]], Any], tuple[list[dict[str, Any]], int, int]]
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -109,22 +121,32 @@ def check_file(mem: Memories, path: Path, batch_size: int) -> tuple[str, int]:
 
 def import_file(mem: Memories, path: str | Path, *, batch_size: int = DEFAULT_BATCH,
                 on_batch: Callable[[int, int, bool], None] | None = None,
-                checked: tuple[str, int] | None = None) -> ImportReport:
+                checked: tuple[str, int] | None = None, screen: Screen | None = None) -> ImportReport:
     """Upsert every chunk of a JSONL file, `batch_size` per transaction, resumably.
 
     on_batch(index, records_in_batch, replayed) is called after each batch commits (progress
     bars; tests use it to interrupt an import). `checked` is check_file()'s result when the
     caller already ran it (to size a progress bar), so the file is not checked twice.
+    `screen(chunks, conn)`, when given, decides each batch first, in the batch's transaction: only
+    the chunks it returns are upserted (a record it holds or refuses is counted, not imported).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
         raise InvalidArguments("batch_size must be an integer between 1 and 10000")
     path = Path(path)
     digest, total = checked if checked is not None else check_file(mem, path, batch_size)
-    report = ImportReport(records=total, digest=digest, batch_size=batch_size)
+    report = ImportReport(records=total, digest=digest, batch_size=batch_size, screened=screen is not None)
     for index, batch in enumerate(_batches(path, batch_size)):
         key = f"import:{digest}:{batch_size}:{index}"
-        result = mem.upsert_many([chunk for _, chunk in batch], idempotency_key=key,
-                                 idempotency_class=IMPORT_CLASS)
+        chunks = [chunk for _, chunk in batch]
+        if screen is None:
+            result = mem.upsert_many(chunks, idempotency_key=key, idempotency_class=IMPORT_CLASS)
+        else:
+            with mem.store.transaction(mem.ctx) as conn:
+                chunks, held, refused = screen(chunks, conn)
+                report.quarantined += held
+                report.refused += refused
+                result = (mem.upsert_many(chunks, idempotency_key=key, idempotency_class=IMPORT_CLASS, conn=conn)
+                          if chunks else {"replayed": False})
         report.batches += 1
         if result["replayed"]:
             report.replayed_batches += 1
@@ -152,4 +174,4 @@ def export_records(mem: Memories, out: IO[str], *, fetch_size: int = 1000) -> in
     return count
 
 
-__all__ = ["DEFAULT_BATCH", "ImportReport", "import_file", "export_records", "check_file"]
+__all__ = ["DEFAULT_BATCH", "ImportReport", "Screen", "import_file", "export_records", "check_file"]

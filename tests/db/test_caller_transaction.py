@@ -29,7 +29,14 @@ from pymem import (
     supersede,
 )
 from pymem.admin import refresh_expiry, retention_policy, set_retention
-from pymem.admission import WriteGate
+from pymem.admission import (
+    AdmissionPolicy,
+    WriteGate,
+    get_quarantined,
+    list_quarantined,
+    reject_quarantined,
+    release_quarantined,
+)
 from pymem.admission.gate import screen
 from pymem.conventions import active_conventions, check_conventions, file_review_correction, retire_convention
 from pymem.delivery import (
@@ -102,6 +109,10 @@ def _verbs(repo) -> dict[str, Callable[[Memories, Any], Any]]:
         "retention_policy": lambda m, c: retention_policy(m, conn=c),
         "refresh_expiry": lambda m, c: refresh_expiry(m, ["m-0"], conn=c),
         "erase_actor": lambda m, c: erase_actor(m, "someone@example.com", "data subject request", conn=c),
+        "list_quarantined": lambda m, c: list_quarantined(m, conn=c),
+        "get_quarantined": lambda m, c: get_quarantined(m, "q-0", conn=c),
+        "release_quarantined": lambda m, c: release_quarantined(m, "q-0", "checked with the customer", conn=c),
+        "reject_quarantined": lambda m, c: reject_quarantined(m, "q-0", "not from the customer", conn=c),
     }
 
 
@@ -135,6 +146,8 @@ def seeded(kstore, tmp_path):
     admit(mem, {"id": "m-0", "content": "The deploy runs at noon.", "tags": ["hot"]},
           Provenance("user_asserted", session_id="s-0"), **GATE)
     file_lesson(mem, "Deploys need a change ticket.", ["ops"], "project", 0.8, origin="operator", **GATE)
+    admit(mem, {"id": "q-0", "content": "The deploy account moved to another bank."}, Provenance("user_asserted"),
+          **{**GATE, "policy": AdmissionPolicy().with_quarantine(0.000001)})  # held for review
     receipt = file_review_correction(mem, "Indent Makefile recipes with tabs", "Makefile", C1, "make lint-tabs",
                                      "lint", **GATE).receipt
     deliver(mem, "s-0", "deploy", embedder=EMBEDDER)

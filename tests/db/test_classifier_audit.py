@@ -139,7 +139,7 @@ def test_a_signal_refusal_is_audited_under_the_signal_name(acme, database):
 def test_recall_withholds_what_the_classifier_refuses_now(acme):
     mark = marker()
     text = payload(mark)
-    lenient = AdmissionPolicy().with_classifier_threshold(1.0)
+    lenient = AdmissionPolicy().with_classifier_threshold(1.0).with_quarantine(enabled=False)
     stored = admit(acme, {"content": text}, Provenance("user_asserted"), policy=lenient, embedder=EMBEDDER)["id"]
     kept = recall(acme, text, top_k=3, policy=lenient, trust=AdapterTrustPolicy(), embedder=EMBEDDER)
     assert [k.id for k in kept.kept] == [stored]

@@ -73,7 +73,9 @@ def test_remember_refused_exits_1_with_its_audit_seq(cli, acme, store):
     result = cli("remember", "A blog says Carol resigned", "--origin", "retrieved_content", "--json")
     assert result.exit_code == 1
     assert json.loads(result.output) == {"decision": "refused", "signature": None, "score": None, "audit_seq": 2,
-                                         "reason": "origin retrieved_content is not persisted by the admission policy"}
+                                         "reason": "origin retrieved_content is not persisted by the admission policy",
+                                         "id": None, "origin": None, "confidence": None, "policy_fingerprint": None,
+                                         "provenance": None}
     with database_admin(store) as conn:
         assert conn.execute("select count(*) from pymem.memories").fetchone()[0] == 0
 
@@ -113,7 +115,7 @@ def test_remember_file_mixed_decisions_exit_0_one_json_decision_per_line(cli, ac
             assert acme.get_row(d["id"])["origin"] in ("user_asserted", "model_inferred", "tool_output")
     assert [r.tool for r in audit.refusals(acme)] == ["memory.write:crm", "memory.write:web"]
     human = cli("remember", "--file", str(notes))  # again: new ids, the same decisions
-    assert human.exit_code == 0 and "3 admitted, 2 refused" in human.output
+    assert human.exit_code == 0 and "3 admitted, 0 quarantined, 2 refused" in human.output
     assert "line 4: refused [" in human.output and "audit seq" in human.output
 
 
@@ -149,7 +151,7 @@ def test_recall_shows_kept_and_withheld_with_reasons(cli, acme):
     cli("remember", "Grace approves refunds up to 100 EUR", "--origin", "user_asserted")
     inferred = json.loads(cli("remember", "Grace probably approves refunds quickly", "--origin", "model_inferred",
                               "--json").output)["id"]
-    tagged = json.loads(cli("remember", "Grace approves every refund", "--origin", "user_asserted", "--json",
+    tagged = json.loads(cli("remember", "Grace approves refunds for regular customers", "--origin", "user_asserted", "--json",
                             "--adapter", "codex").output)["id"]
     legacy_text = "Grace approves refunds on Fridays"
     # written outside the gate, in the store's own vector space (the default embedder the CLI used above)

@@ -77,7 +77,8 @@ def test_every_origin_column_and_check_uses_the_domain(admin):
         "select c.relname, a.attname, format_type(a.atttypid, a.atttypmod) from pg_attribute a"
         " join pg_class c on c.oid = a.attrelid where c.relnamespace = 'pymem'::regnamespace"
         " and a.attname = 'origin' and a.attnum > 0 and c.relkind in ('r', 'c') order by 1").fetchall()
-    assert typed == [("memories", "origin", "pymem.origin"), ("search_hit", "origin", "pymem.origin")]
+    assert typed == [("memories", "origin", "pymem.origin"), ("quarantine", "origin", "pymem.origin"),
+                     ("search_hit", "origin", "pymem.origin")]
     assert "'pymem.origin'" in source_of(admin, RECORD_REFUSAL)
     # no second copy of the list anywhere else in the schema
     copies = admin.execute(

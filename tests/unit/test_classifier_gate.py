@@ -144,8 +144,12 @@ def test_the_threshold_decides():
     score = classify({"content": MODEL_ONLY, "kind": "fact"}).score
     above = AdmissionPolicy().with_classifier_threshold(min(1.0, score + 0.01))
     at = AdmissionPolicy().with_classifier_threshold(score)
-    assert judge({"content": MODEL_ONLY, "kind": "fact"}, USER, above).admitted
-    assert not judge({"content": MODEL_ONLY, "kind": "fact"}, USER, at).admitted
+    # just below the refusal threshold is the quarantine band: held, not admitted, not refused
+    held = judge({"content": MODEL_ONLY, "kind": "fact"}, USER, above)
+    assert held.held and held.decision == "quarantined" and held.score == pytest.approx(score)
+    assert judge({"content": MODEL_ONLY, "kind": "fact"}, USER, above.with_quarantine(enabled=False)).admitted
+    refused = judge({"content": MODEL_ONLY, "kind": "fact"}, USER, at)
+    assert not refused.admitted and not refused.held and refused.decision == "refused"
 
 
 def test_a_signature_decides_first_and_carries_no_score():
