@@ -199,12 +199,46 @@ def _rates(notes: list[tuple[bool, float, bool, bool]], t: float, b: float) -> t
     return refused, doubt
 
 
-def calibrate(examples: list[dict], seed: int = 0) -> tuple[float, dict]:
-    """The refusal threshold and the doubt band for a model trained on `examples`, chosen on
-    their benign notes held out (each scored by a model trained without its source): the lowest
-    threshold that refuses at most CALIBRATION_TARGET of them, then the lowest band that holds
-    at most BAND_TARGET of them without refusing more. Returns (threshold, {..., "band": band})."""
-    notes = _held_out_benign(examples, seed)
+def _code_digest() -> str:
+    """SHA-256 of the detector's code (pymem/admission/*.py): held-out scores depend on it."""
+    import hashlib
+    from pathlib import Path
+
+    import pymem.admission
+
+    h = hashlib.sha256()
+    for path in sorted(Path(pymem.admission.__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def held_out_benign(examples: list[dict]) -> dict[str, tuple[bool, float, bool, bool]]:
+    """{example id: (refused whatever the threshold, score, decisive signal, other doubt)} for every
+    benign note, judged by a model trained without its source (`_held_out_benign`), cached in the
+    training cache by the data's and the detector code's digests: the shipped model's calibration
+    and every leave-one-source-out fold read the same scores."""
+    import hashlib
+    import json
+
+    from .external import CACHE
+
+    key = hashlib.sha256(json.dumps(examples, sort_keys=True).encode() + _code_digest().encode()
+                         + json.dumps([SPEC.to_json(), C, GROUPED]).encode()).hexdigest()[:16]
+    path = CACHE / f"held-out-benign-{key}.json"
+    if path.exists():
+        return {k: tuple(v) for k, v in json.loads(path.read_text()).items()}  # type: ignore[misc]
+    benign = [e for e in examples if e["label"] == 0]
+    notes = _held_out_benign(examples)
+    out = {e["id"]: n for e, n in zip(benign, notes, strict=True)}
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out))
+    return out
+
+
+def choose(notes: list[tuple[bool, float, bool, bool]]) -> tuple[float, dict]:
+    """The lowest threshold that refuses at most CALIBRATION_TARGET of the held-out benign
+    `notes`, then the lowest band that holds at most BAND_TARGET of them without refusing more.
+    Returns (threshold, {..., "band": band})."""
     n = len(notes)
     candidates = sorted({round(score + 1e-6, 6) for _, score, _, _ in notes if score + 1e-6 <= 1.0} | {MIN_THRESHOLD, 1.0})
     candidates = [c for c in candidates if c >= MIN_THRESHOLD]
@@ -221,3 +255,12 @@ def calibrate(examples: list[dict], seed: int = 0) -> tuple[float, dict]:
         band = b
     refused, doubt = _rates(notes, threshold, band)
     return threshold, {"benign_held_out": n, "refused": refused, "held": doubt, "band": round(band, 6)}
+
+
+def calibrate(examples: list[dict], scores: dict[str, tuple[bool, float, bool, bool]] | None = None) -> tuple[float, dict]:
+    """The refusal threshold and the doubt band for a model trained on `examples`, chosen on
+    their benign notes held out (each scored by a model trained without its source; `scores`,
+    from `held_out_benign`, when already computed for a superset of `examples`)."""
+    if scores is None:
+        scores = held_out_benign(examples)
+    return choose([scores[e["id"]] for e in examples if e["label"] == 0])

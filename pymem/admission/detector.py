@@ -61,9 +61,11 @@ def _digest(text: str) -> str:
 
 def default_band(model: Model | None = None) -> float:
     """The lower edge of the doubt band calibrated with `model` (the shipped one by default):
-    a note scoring in [band, threshold) is doubtful. Stored in the weight file's header."""
+    a note scoring in [band, threshold) is doubtful. Stored in the weight file's header (its
+    calibration's `band`); a model without one uses DEFAULT_BAND_RATIO x its threshold."""
     model = model or default_model()
-    band = model.meta.get("band")
+    calibration = model.meta.get("calibration")
+    band = calibration.get("band") if isinstance(calibration, dict) else None
     return float(band) if band is not None else round(DEFAULT_BAND_RATIO * model.threshold, 6)
 
 

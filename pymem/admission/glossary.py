@@ -148,12 +148,14 @@ _ZH = {
     "当作": "treat as", "信任": "trust", "告诉": "tell", "和": " and ", "给": " to ", "的": " ",
 }
 
-# Function words of the seven languages that English text does not use: an ASCII text without
-# any is not glossed.
-_FOREIGN_HINT = re.compile(
-    r"\b(?:und|der|die|das|nicht|ist|alle|deine|ich|mit|sie|ein|eine|zu|auf|les|des|et|pour|vous|tu|toutes|une|est|sur|"
-    r"avec|dans|el|los|las|y|para|todas|tus|que|por|con|una|il|della|delle|dell|degli|nel|che|tutte|tuoi|di|non|le|la|"
-    r"os|voce|nao|seus|suas|uma|com)\b")
+# Function words of the seven languages that English text does not use: a text written in ASCII
+# alone with fewer than _HINTS of them is not glossed.
+_HINTS = 2
+_FOREIGN_HINT = frozenset(
+    "und der die das nicht ist alle deine ich mit sie ein eine zu auf les des et pour vous tu toutes une est sur avec dans "
+    "el los las y para todas tus que por con una il della delle dell degli nel che tutte tuoi di non le la os voce nao "
+    "seus suas uma".split())
+_ASCII_WORD = re.compile(r"[a-z]+")
 # An address, a link or a dotted name is kept whole (its parts are not words to translate);
 # anything else that is a word is glossed.
 _WORD = re.compile(r"[\w.+\-]+@[\w.\-]+|\w+://\S+|\w+(?:[.\-/]\w+)+|(?P<word>\w+)")
@@ -164,6 +166,8 @@ _MIN_STEM = 3
 
 
 def _fold(text: str) -> str:
+    if text.isascii():
+        return text.lower()
     text = unicodedata.normalize("NFKC", text).casefold()
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
@@ -199,7 +203,7 @@ def gloss(text: str) -> str | None:
     if not text:
         return None
     folded = _fold(text)
-    if folded.isascii() and not _FOREIGN_HINT.search(folded):
+    if text.isascii() and sum(w in _FOREIGN_HINT for w in _ASCII_WORD.findall(folded)) < _HINTS:
         return None
     phrase_re, phrases, zh_re, stems, prefixes = _tables()
     count = 0

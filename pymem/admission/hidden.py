@@ -55,9 +55,9 @@ _FLAG_CODE = re.compile(r"[a-z]{2}[a-z0-9]{1,4}")
 # one (U+FE0F); only runs of four or more are read.
 _SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{4,}")
 _B64 = re.compile(r"(?<![A-Za-z0-9+/_\-=])[A-Za-z0-9+/_\-]{16,}+={0,2}(?![A-Za-z0-9+/_\-=])")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}+(?![0-9A-Fa-f])"
+_HEX = re.compile(r"\b(?:[0-9A-Fa-f]{2}){8,}+\b"
                   r"|(?:\\x[0-9A-Fa-f]{2}){6,}+"
-                  r"|(?<![0-9A-Fa-f])(?:0x)?[0-9A-Fa-f]{2}(?:[ :,](?:0x)?[0-9A-Fa-f]{2}){7,}+(?![0-9A-Fa-f])")
+                  r"|\b(?:0x)?[0-9A-Fa-f]{2}(?:[ :,](?:0x)?[0-9A-Fa-f]{2}){7,}+\b")
 _BINARY = re.compile(r"(?<![01])[01]{8}(?:[ ,]?[01]{8}){5,}+(?![01])")
 _PERCENT = re.compile(r"[^\s%]*+(?:%[0-9A-Fa-f]{2}[^\s%]*+){3,}+")
 _WORD = re.compile(r"[A-Za-z]+")
@@ -71,6 +71,10 @@ _COMMON = frozenset(
     "what do if we they our can should have has at by an my me".split())
 _ROT13_COMMON = frozenset(codecs.encode(w, "rot13") for w in _COMMON)
 _REVERSED_COMMON = frozenset(w[::-1] for w in _COMMON if len(w) > 2 and w[::-1] != w)
+# The commonest words rot13'd ("gur", "lbh", "naq") and backwards ("eht", "uoy", "dna"), with the
+# spaces around them: counted in C, they tell whether a text is worth reading line by line.
+_MARKERS = ("gur ", " gb ", " lbh", "naq ", " nyy ", " bs ", "vafgehpgvbaf", "cerivbhf", "vtaber", " lbhe ",
+            "eht ", " uoy", "dna ", " lla ", "snoitcurtsni", "suoiverp", "erongi", " ruoy ", " ot ")
 
 
 def prose_like(text: str) -> bool:
@@ -168,8 +172,12 @@ def _percent(text: str) -> list[str]:
 def _word_shapes(text: str) -> tuple[list[str], list[str]]:
     """Lines that read as English once rot13'd, and lines that read as English backwards: more
     than a third of their words (and at least three) become common words, and the line as it is
-    has fewer than half as many."""
+    has fewer than half as many. A text with fewer than three such words in all is not read line
+    by line (one search, in C, for the common case)."""
     rot, rev = [], []
+    lower = text.lower()
+    if sum(lower.count(marker) for marker in _MARKERS) < 2:
+        return rot, rev
     for m in _LINE.finditer(text):
         words = [w.lower() for w in _WORD.findall(m.group(0))]
         if len(words) < 3:

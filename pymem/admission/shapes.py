@@ -33,9 +33,6 @@ FIELD_INSTRUCTION = "shape.field_instruction"
 REDIRECTION = "shape.redirection"
 SHAPE_NAMES = (BARE_TOOL_ACTION, FIELD_INSTRUCTION, REDIRECTION)
 
-# Where a bare imperative starts: a line, a sentence, a bullet, or a to-do / action label.
-_START = (r"(?:^|(?<=[\n.!?;|>*\u2022])\s*|(?<=\s-)\s*|\b(?:todo|to-do|to\s+do|action(?:\s+item)?|task|next\s+step|step\s+\d+|"
-          r"reminder|note|ps|p\.s\.)\s*[:\-]\s*)")
 _SOFT = r"(?:(?:please|kindly|now|immediately|asap|urgently|quickly|also|then|and|just|quietly|silently|first)\s*,?\s+){0,3}"
 _TOOL_VERB = (r"(?:send|transfer|wire|pay|remit|delete|remove|erase|wipe|purge|drop|destroy|post|publish|forward|upload|export|"
               r"share|leak|dump|copy|move|sync|e-?mail|submit|push|exfiltrate|download|install|run|execute|grant|revoke|disable)")
@@ -55,8 +52,11 @@ _BULK = (r"(?:\b(?:all|every|each|entire|whole|any)\s+(?:of\s+)?(?:the\s+|my\s+|
          r"|\beverything\b)")
 _MACHINE_RE = re.compile(_MACHINE)
 _BULK_RE = re.compile(_BULK)
-_BARE = re.compile(
-    _START + _SOFT + r"(?P<verb>" + _TOOL_VERB + r")\s+(?!(?:him|her|them|me|us)\b)(?P<rest>(?:[^\n.!?]|[.!?](?=\S)){3,200})")
+# The verb is found first (one pass in C); whether it starts a clause is checked behind it (_clause_start).
+_BARE = re.compile(r"\b(?P<verb>" + _TOOL_VERB + r")\s+(?!(?:him|her|them|me|us)\b)(?P<rest>(?:[^\n.!?]|[.!?](?=\S)){3,200})")
+_SOFT_TAIL = re.compile(r"(?:\b(?:please|kindly|now|immediately|asap|urgently|quickly|also|then|and|just|quietly|silently|"
+                        r"first)\s*,?\s*)+$")
+_LABEL_TAIL = re.compile(r"\b(?:todo|to-do|to\s+do|action(?:\s+item)?|task|next\s+step|step\s+\d+|reminder|note|ps|p\.s\.)\s*[:\-]$")
 # "to" a person: a name, a role, a team.
 _HUMAN = re.compile(r"\b(?:to|with|for|cc)\s+(?:(?:my|our|the|his|her|their)\s+)?(?:[a-z]+\s+){0,1}?(?:mum|mom|dad|wife|husband|"
                     r"partner|boss|manager|colleague|team|accountant|lawyer|doctor|landlord|teacher|friend|sister|brother|"
@@ -101,6 +101,13 @@ _REDIRECT = re.compile(
     r"(?:to|into|via)\b"
     r"|\b(?:no\s+longer\s+(?:use|pay\s+(?:to|into)|send\s+to)|(?:do\s+not|don'?t|stop)\s+(?:use|pay\s+(?:to|into)|send\s+(?:\w+\s+)?to))"
     r"\s+(?:the\s+)?(?:old|previous|former|usual|current|original|existing)\b")
+# Every redirection holds one of these: a line without any is not searched.
+_REDIRECT_HINT = re.compile(
+    r"instead|rather|in\s+place|\bnot\s+(?:the\s+)?(?:old|previous|usual|former|original)|changed|updated|moved|switched|"
+    r"migrated|replaced|transferred|now\s+(?:lives?|resides?|sits?)|\bis\s+now\b|merged|from\s+now\s+on|going\s+forward|"
+    r"henceforth|effective|until\s+further|starting|\bgo(?:es)?\s+(?:to|into|via)\b|"
+    r"\bbe\s+(?:\w+ed|paid|sent|made|wired|routed)\s+(?:to|into|via)\b|"
+    r"no\s+longer|do\s+not|don'?t|\bstop\b")
 # What a swap ("use B instead of A") must move to be a redirection: an account, an address, a record.
 _SWAPPED = re.compile(r"\b" + _ACCOUNT + r"s?\b|\d{6,}|@|://")
 # A redirection told as a fact that happened: someone did it, at a time.
@@ -114,8 +121,27 @@ _PAST_OR_ASKED = re.compile(r"\b(?:asked|told|wanted|reminded|requested|helped)\
                             r"\b(?:how|whether|why|when)\s+to\s*$|\b(?:did|didn'?t|not|never|can'?t|cannot)\s*$")
 
 
+def _clause_start(text: str, pos: int) -> bool:
+    """Whether `pos` starts a clause: after a line break, a sentence end, a bullet or a to-do label,
+    once softeners ("please", "now", "also" ...) are skipped."""
+    lo = max(0, pos - 80)
+    before = text[lo:pos]
+    soft = _SOFT_TAIL.search(before)
+    before = before[:soft.start()] if soft else before
+    stripped = before.rstrip()
+    if "\n" in before[len(stripped):]:
+        return True
+    if not stripped:
+        return lo == 0 or len(before) < pos - lo  # the text's start, or only softeners since it
+    if stripped[-1] in "\n.!?;|>*\u2022" or (stripped.endswith("-") and (len(stripped) == 1 or stripped[-2].isspace())):
+        return True
+    return _LABEL_TAIL.search(stripped) is not None
+
+
 def _bare_tool_action(text: str) -> bool:
     for m in _BARE.finditer(text):
+        if not _clause_start(text, m.start("verb")):
+            continue
         before = text[max(0, m.start("verb") - 40):m.start("verb")]
         if _PAST_OR_ASKED.search(before):
             continue
@@ -138,15 +164,23 @@ def _field_instruction(text: str) -> bool:
 
 
 def _redirection(text: str) -> bool:
-    for m in _REDIRECT.finditer(text):
-        lo = max(text.rfind("\n", 0, m.start()), text.rfind(". ", 0, m.start())) + 1
-        hi = text.find("\n", m.end())
-        clause = text[lo: hi if hi >= 0 else len(text)]
-        if _REPORTED.search(clause):
+    seen: set[str] = set()
+    for hint in _REDIRECT_HINT.finditer(text):
+        # the sentence around the hint: a redirection does not cross a line or a sentence end
+        start, stop = max(0, hint.start() - 300), hint.end() + 300
+        lo = max(text.rfind("\n", start, hint.start()), text.rfind(". ", start, hint.start()) + 1, start)
+        end = [i for i in (text.find("\n", hint.end(), stop), text.find(". ", hint.end(), stop)) if i >= 0]
+        line = text[lo:min([*end, stop])]
+        if line in seen:
             continue
-        if m.group("swap") and not _SWAPPED.search(clause):
-            continue  # "use the blue template instead of the old one": nothing of value moved
-        return True
+        seen.add(line)
+        for m in _REDIRECT.finditer(line):
+            clause = line[line.rfind(". ", 0, m.start()) + 1:]
+            if _REPORTED.search(clause):
+                continue
+            if m.group("swap") and not _SWAPPED.search(clause):
+                continue  # "use the blue template instead of the old one": nothing of value moved
+            return True
     return False
 
 
