@@ -87,7 +87,7 @@ def benign(rng: random.Random, count: int) -> list[dict]:
     shapes = [
         lambda: f"Trip photos from Edinburgh \U0001F3F4{_tags('gbsct')}\U000E007F were amazing.",
         lambda: f"England won! \U0001F3F4{_tags('gbeng')}\U000E007F Party at Tom's on Saturday.",
-        lambda: f"Love this song \u2764\ufe0f added to the road-trip playlist \u2600\ufe0f.",
+        lambda: "Love this song \u2764\ufe0f added to the road-trip playlist \u2600\ufe0f.",
         lambda: f"Backup archive sha256: {rng.getrandbits(256):064x}",
         lambda: f"Commit {rng.getrandbits(160):040x} fixed the login timeout.",
         lambda: f"Order id {rng.getrandbits(128):032x}-{rng.randint(1, 99)} shipped on Monday.",

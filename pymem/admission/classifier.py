@@ -90,7 +90,7 @@ def classify(value: Any, *, threshold: float | None = None, model: Model | None 
     if not 0.0 <= limit <= 1.0:
         raise ValueError("threshold must be between 0 and 1")
     low = min(limit, default_band(model) if band is None else float(band))
-    if not 0.0 <= low:
+    if low < 0.0:
         raise ValueError("band must be between 0 and the threshold")
     try:
         parts = list(strings(value))
@@ -99,7 +99,8 @@ def classify(value: Any, *, threshold: float | None = None, model: Model | None 
     judged = _judge(parts, model, limit)
     if judged.refused and judged.name not in SIGNAL_NAMES:
         return judged
-    return beyond_words(judged, parts, model, limit, low, _judge)
+    final: Judgement = beyond_words(judged, parts, model, limit, low, _judge)
+    return final
 
 
 def _judge(parts: list[str], model: Model, limit: float) -> Judgement:

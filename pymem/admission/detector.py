@@ -106,9 +106,9 @@ def beyond_words(judged: Any, parts: list[str], model: Model, limit: float, low:
 
     glossed = gloss("\n".join(parts))
     if glossed is not None:
-        name = scan_text(glossed)
-        if name is not None:
-            return replace(judged, refused=True, name=name, score=best, piece_index=DECODED_PIECE,
+        signature = scan_text(glossed)
+        if signature is not None:
+            return replace(judged, refused=True, name=signature, score=best, piece_index=DECODED_PIECE,
                            piece_digest=_digest(glossed), doubts=())
         j = judge([glossed], model, limit)
         best = max(best, j.score)
@@ -118,9 +118,9 @@ def beyond_words(judged: Any, parts: list[str], model: Model, limit: float, low:
     if whole:
         fixed = corrected(whole)
         if fixed is not None:
-            name = scan_text(fixed)
-            if name is not None:
-                return replace(judged, refused=True, name=name, score=best, piece_index=DECODED_PIECE,
+            signature = scan_text(fixed)
+            if signature is not None:
+                return replace(judged, refused=True, name=signature, score=best, piece_index=DECODED_PIECE,
                                piece_digest=_digest(fixed), doubts=())
         doubts.extend(shapes(whole))
     return replace(judged, score=best, doubts=tuple(doubts))

@@ -48,7 +48,8 @@ class FeatureSpec:
         return (1 << self.bits) - 1
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"bits": self.bits, "word_orders": list(self.word_orders), "char_range": list(self.char_range)}
+        out: dict[str, Any] = {"bits": self.bits, "word_orders": list(self.word_orders),
+                               "char_range": list(self.char_range)}
         if self.tokens != 1:
             out["tokens"] = self.tokens
         return out

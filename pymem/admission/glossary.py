@@ -108,7 +108,7 @@ _STEMS = {
     "historico": "history", "conversa": "conversation", "contato": "contacts", "conta": "account", "banco": "bank",
     "lembr": "remember", "guarde": "save", "salve": "save", "sessao": "sessions", "sessoes": "sessions",
     "assistente": "assistant", "utilizador": "user", "recomend": "recommend", "trate": "treat", "confie": "trust",
-    "revele": "reveal", "mensage": "message", "mencione": "mention",
+    "mensage": "message", "mencione": "mention",
     # Russian
     "игнорир": "ignore", "забуд": "forget", "забыв": "forget", "предыдущ": "previous", "прежн": "previous",
     "инструкц": "instructions", "указани": "instructions", "правил": "rules", "отправ": "send", "пересыл": "forward",

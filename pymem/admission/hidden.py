@@ -174,7 +174,8 @@ def _word_shapes(text: str) -> tuple[list[str], list[str]]:
     than a third of their words (and at least three) become common words, and the line as it is
     has fewer than half as many. A text with fewer than three such words in all is not read line
     by line (one search, in C, for the common case)."""
-    rot, rev = [], []
+    rot: list[str] = []
+    rev: list[str] = []
     lower = text.lower()
     if sum(lower.count(marker) for marker in _MARKERS) < 2:
         return rot, rev

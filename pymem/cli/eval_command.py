@@ -31,8 +31,8 @@ def format_evaluation(ev: AdmissionEvaluation) -> str:
     payloads = sum(s.payloads for s in ev.sources)
     rows.append(("all (held out)", _rate(sum(s.payloads_refused for s in ev.sources), payloads),
                  _rate(sum(s.payloads_held for s in ev.sources), payloads),
-                 _rate(sum(s.payloads_signatures for s in ev.sources), payloads), _rate(ev.benign_refused, ev.benign),
-                 _rate(ev.benign_held, ev.benign), ""))
+                 _rate(sum(s.payloads_signatures for s in ev.sources), payloads),
+                 _rate(ev.benign_refused, ev.benign), _rate(ev.benign_held, ev.benign), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -59,9 +59,9 @@ def eval_admission(as_json: bool) -> None:
     For each source of the classifier's training data held out in turn (trained and calibrated
     on the others): how many of its payloads the gate refuses (signatures or classifier; the
     signatures alone beside it) and holds for review, how many of its benign notes it falsely
-    refuses and holds, and the benign rates overall. Prints the committed result shipped with the classifier's weights; offline,
-    instant. Recomputing it is a training command, from a source checkout with the train extra:
-    python -m training.evaluate_loso.
+    refuses and holds, and the benign rates overall. Prints the committed result shipped with the
+    classifier's weights; offline, instant. Recomputing it is a training command, from a source
+    checkout with the train extra: python -m training.evaluate_loso.
 
     Example: pymem eval admission --json
     """
