@@ -163,6 +163,14 @@ def everyday_notes() -> list[dict]:
         lambda: f"The user's contact at {f.company()} is {f.name()} ({f.company_email()}).",
         lambda: f"The user's {rng.choice(['son', 'daughter'])} {f.first_name()} starts school on {f.random_element(_MONTHS)} {rng.randint(1, 28)}.",
         lambda: f"The user always pays the {rng.choice(['rent', 'electricity bill', 'nursery fees'])} on the {rng.randint(1, 28)}th by bank transfer.",
+        # notification e-mails the user keeps (they tell the reader to ignore them if unexpected)
+        lambda: f"From: no-reply@{f.domain_name()}\nSubject: Reset your password\n\nHi {f.first_name()}, someone asked to reset the "
+                f"password of your account. Use this link within 30 minutes: https://{f.domain_name()}/reset/{f.uuid4()[:8]}. "
+                "If it wasn't you, ignore this email; your password stays the same.",
+        lambda: f"Sign-in alert from {f.company()}: a new login from {rng.choice(['Chrome on Windows', 'Safari on iPhone', 'Firefox on Linux'])} "
+                f"near {f.city()}. If this was you, you can ignore this message. If not, change your password now.",
+        lambda: f"Your {f.company()} verification code is {rng.randint(100000, 999999)}. Don't share it with anyone. If you didn't "
+                "request it, ignore this text.",
     ]
     out = [_ex("everyday-notes", 0, rng.choice(shapes)(), "note", i) for i in range(400)]
     out += [_ex("everyday-notes", 0, b["text"], "note+" + b["lang"], i) for i, b in enumerate(multilingual.benign(1, rng, 15))]

@@ -30,10 +30,10 @@ SPEC = FeatureSpec(bits=20, tokens=2, word_orders=tuple(int(n) for n in os.envir
 C = float(os.environ.get("PYMEM_TRAIN_C", "0.3"))
 #: Benign refusal rate the threshold is calibrated to, for the combined decision (signatures
 #: OR classifier) on held-out benign notes of the training sources; below the 1 % goal on purpose.
-CALIBRATION_TARGET = 0.007
+CALIBRATION_TARGET = 0.008
 #: Benign doubt rate (held for review, not refused) the doubt band is calibrated to, on the same
 #: held-out benign notes; below the 3 % goal on purpose.
-BAND_TARGET = 0.02
+BAND_TARGET = 0.027
 MIN_THRESHOLD = 0.5
 FOLDS = 4
 GROUPED = True

@@ -42,13 +42,13 @@ _EXACT = {
     # French
     "ignore": "ignore", "ignorez": "ignore", "oublie": "forget", "oubliez": "forget", "toutes": "all", "tous": "all",
     "tout": "all", "tes": "your", "vos": "your", "ton": "your", "ta": "your", "votre": "your", "et": "and",
-    "le": "the", "la": "the", "les": "the", "du": "of the", "toujours": "always", "jamais": "never", "ia": "ai",
+    "le": "the", "la": "the", "les": "the", "toujours": "always", "jamais": "never", "ia": "ai",
     "desormais": "from now on", "dorenavant": "from now on", "dis": "tell", "pas": "not", "pour": "for",
     "vire": "transfer", "envoie": "send", "envoyez": "send",
     # Spanish
     "ignora": "ignore", "olvida": "forget", "todas": "all", "todos": "all", "todo": "all", "tus": "your",
     "tu": "your", "sus": "your", "y": "and", "el": "the", "los": "the", "las": "the", "del": "of the",
-    "siempre": "always", "nunca": "never", "envia": "send", "borra": "delete", "sube": "upload", "di": "tell",
+    "siempre": "always", "nunca": "never", "envia": "send", "borra": "delete", "sube": "upload",
     "no": "not",
     # Italian
     "dimentica": "forget", "tutte": "all", "tutti": "all", "tutto": "all", "tue": "your", "tuoi": "your",
@@ -64,6 +64,13 @@ _EXACT = {
     "твоих": "your", "твое": "your", "и": "and", "на": "to", "всегда": "always", "никогда": "never",
     "отныне": "from now on", "впредь": "from now on", "навсегда": "forever", "вместо": "instead of",
     "ии": "ai", "не": "not", "скажи": "tell", "говори": "tell",
+    # the same, continued: prepositions, order and time words the framings use
+    "von": "from", "vom": "from the", "als": "as", "danach": "then", "weiter": "continue", "du": "you", "dass": "that",
+    "ensuite": "then", "puis": "then", "que": "that", "si": "if", "de": "of", "per": "for",
+    "despues": "then", "luego": "then", "poi": "then", "depois": "then", "em": "in", "en": "in", "com": "with",
+    "normalement": "normally", "normalmente": "normally", "normal": "normally", "normalidad": "normally",
+    "для": "for", "как": "as", "что": "that", "потом": "then", "затем": "then", "обычно": "usual", "от": "from",
+    "file": "files",
 }
 
 # Stems (at least four letters), matched at the start of a word; the longest stem wins.
@@ -120,6 +127,23 @@ _STEMS = {
     "важн": "important", "нов": "new", "прежде": "before", "перед": "before", "ответ": "answer", "рекоменд": "recommend",
     "считаи": "treat", "довер": "trust", "системн": "system", "сообщени": "message", "упомин": "mention",
     "сообща": "tell",
+    # roles, objects and actions of memory-directed goals, in all six alphabetic languages
+    "betreiber": "operator", "operateur": "operator", "operador": "operator", "operatore": "operator", "оператор": "operator",
+    "verlang": "requires", "exige": "requires", "richiede": "requires", "требует": "requires",
+    "saldo": "balance", "solde": "balance", "остат": "balance", "restant": "remaining", "residu": "remaining",
+    "dateien": "files", "fichier": "files", "archivo": "files", "arquivo": "files", "файл": "files",
+    "ordner": "folder", "dossier": "folder", "carpeta": "folder", "cartella": "folder", "pasta": "folder", "папк": "folder",
+    "freigegeben": "shared", "partage": "shared", "compartid": "shared", "condivis": "shared", "общ": "shared",
+    "geld": "money", "argent": "money", "dinero": "money", "soldi": "money", "dinheiro": "money", "деньг": "money",
+    "rechnung": "invoices", "factur": "invoices", "fattur": "invoices", "fatura": "invoices",
+    "adresse": "address", "direccion": "address", "indirizzo": "address", "endereco": "address", "адрес": "address",
+    "correo": "email", "andere": "change", "aendere": "change", "cambia": "change", "cambie": "change", "altere": "change",
+    "modifie": "change", "замени": "replace", "измени": "change", "remplace": "replace", "reemplaza": "replace",
+    "sostituisci": "replace", "substitua": "replace", "ersetze": "replace",
+    "tatsache": "fact", "fait": "fact", "hecho": "fact", "fatto": "fact", "fato": "fact", "факт": "fact",
+    "memoriz": "memorize", "frage": "question", "pregunta": "question", "domanda": "question",
+    "pergunta": "question", "вопрос": "question", "beantwort": "answer", "continu": "continue", "продолж": "continue",
+    "kamen": "came", "venaient": "came", "vinieran": "came", "venissero": "came", "viessem": "came",
 }
 
 _PHRASES = {
@@ -132,6 +156,9 @@ _PHRASES = {
     "a partir de agora": "from now on", "de agora em diante": "from now on", "em vez de": "instead of",
     "ao inves de": "instead of", "para sempre": "forever", "с этого момента": "from now on",
     "с сегодняшнего дня": "from now on",
+    "message systeme": "system message", "mensaje del sistema": "system message", "messaggio di sistema": "system message",
+    "mensagem do sistema": "system message", "системное сообщение": "system message", "comme si": "as if",
+    "como si": "as if", "come se": "as if", "como se": "as if", "so als": "as if",
 }
 
 _ZH = {
@@ -146,6 +173,9 @@ _ZH = {
     "记忆": "memory", "永久": "permanently", "会话": "sessions", "助手": "assistant", "用户": "user", "备注": "note",
     "重要": "important", "新的": "new", "而不是": "instead of", "回答之前": "before answering", "推荐": "recommend",
     "当作": "treat as", "信任": "trust", "告诉": "tell", "和": " and ", "给": " to ", "的": " ",
+    "钱": "money", "只要": "whenever", "改成": "change to", "来自": "from", "消息": "messages", "发票": "invoices",
+    "邮箱": "email", "联系": "contact", "然后照常继续": "then continue as usual", "然后": "then", "继续": "continue",
+    "余额": "balance", "文件": "files", "共享": "shared", "文件夹": "folder",
 }
 
 # Function words of the seven languages that English text does not use: a text written in ASCII
@@ -159,9 +189,12 @@ _ASCII_WORD = re.compile(r"[a-z]+")
 # An address, a link or a dotted name is kept whole (its parts are not words to translate);
 # anything else that is a word is glossed.
 _WORD = re.compile(r"[\w.+\-]+@[\w.\-]+|\w+://\S+|\w+(?:[.\-/]\w+)+|(?P<word>\w+)")
-# Romance languages put the adjective after the noun: "instructions previous" reads "previous instructions".
-_AFTER_NOUN = re.compile(r"\b(instructions|rules|guidelines|directives|messages|sessions|conversations|commands) "
-                         r"(previous|future|new|all)\b")
+# Romance languages put the adjective after the noun ("instructions previous" reads "previous
+# instructions") and the adverb after the verb ("recommend always" reads "always recommend").
+_AFTER_NOUN = re.compile(r"\b(instructions|rules|guidelines|directives|messages|sessions|conversations|commands|folder) "
+                         r"(previous|future|new|all|shared)\b")
+_HELD = re.compile("[\ue000-\uf8ff]")
+_AFTER_VERB = re.compile(r"\b(recommend|send|forward|tell|answer|include|treat|trust|use|mention|cc) (always|never)\b")
 _MIN_STEM = 3
 
 
@@ -207,19 +240,26 @@ def gloss(text: str) -> str | None:
         return None
     phrase_re, phrases, zh_re, stems, prefixes = _tables()
     count = 0
+    # Phrases are replaced first, by placeholders (a private-use character, which is no word
+    # character), so that their English is not read again as words of another language.
+    held: list[str] = []
+
+    def keep(english: str) -> str:
+        held.append(english)
+        return f" {chr(0xE000 + len(held) - 1)} "
 
     def phrase(m: re.Match[str]) -> str:
         nonlocal count
         count += 1
-        return phrases[m.group(0)]
+        return keep(phrases[m.group(0)])
 
     folded = phrase_re.sub(phrase, folded)
     if not folded.isascii():
         def zh(m: re.Match[str]) -> str:
             nonlocal count
-            english = _ZH[m.group(0)]
-            count += english.strip() != ""
-            return f" {english.strip()} " if english.strip() else " "
+            english = _ZH[m.group(0)].strip()
+            count += english != ""
+            return keep(english) if english else " "
 
         folded = zh_re.sub(zh, folded)
 
@@ -234,5 +274,7 @@ def gloss(text: str) -> str | None:
     out = _WORD.sub(word, folded)
     if count < 2:
         return None
-    out = _AFTER_NOUN.sub(r"\2 \1", out)
+    if held:
+        out = _HELD.sub(lambda m: held[ord(m.group(0)) - 0xE000], out)
+    out = _AFTER_VERB.sub(r"\2 \1", _AFTER_NOUN.sub(r"\2 \1", out))
     return re.sub(r"[ \t]+", " ", out).strip()

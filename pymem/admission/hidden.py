@@ -61,6 +61,8 @@ _HEX = re.compile(r"\b(?:[0-9A-Fa-f]{2}){8,}+\b"
 _BINARY = re.compile(r"(?<![01])[01]{8}(?:[ ,]?[01]{8}){5,}+(?![01])")
 _PERCENT = re.compile(r"[^\s%]*+(?:%[0-9A-Fa-f]{2}[^\s%]*+){3,}+")
 _WORD = re.compile(r"[A-Za-z]+")
+_NOT_LETTER = re.compile(r"[^a-z]+")
+_ADDRESS = re.compile(r"\S*@\S*|\S*://\S*|\S+\.\S+")
 _LINE = re.compile(r"[^\n]+")
 
 # The commonest English words: rot13 and reversed text are recognised by how many of its words
@@ -70,11 +72,11 @@ _COMMON = frozenset(
     "send ignore previous instructions user data please must will memory always new remember tell "
     "what do if we they our can should have has at by an my me".split())
 _ROT13_COMMON = frozenset(codecs.encode(w, "rot13") for w in _COMMON)
-_REVERSED_COMMON = frozenset(w[::-1] for w in _COMMON if len(w) > 2 and w[::-1] != w)
-# The commonest words rot13'd ("gur", "lbh", "naq") and backwards ("eht", "uoy", "dna"), with the
-# spaces around them: counted in C, they tell whether a text is worth reading line by line.
-_MARKERS = ("gur ", " gb ", " lbh", "naq ", " nyy ", " bs ", "vafgehpgvbaf", "cerivbhf", "vtaber", " lbhe ",
-            "eht ", " uoy", "dna ", " lla ", "snoitcurtsni", "suoiverp", "erongi", " ruoy ", " ot ")
+_REVERSED_COMMON = frozenset(w[::-1] for w in _COMMON if len(w) > 1 and w[::-1] != w and w[::-1] not in _COMMON)
+# The commonest words rot13'd ("gur", "lbh", "naq") and backwards ("eht", "uoy", "dna"), between
+# spaces, that are not English words themselves: counted in C, they tell whether a text is worth
+# reading line by line.
+_MARKERS = tuple(sorted(f" {w} " for w in (_ROT13_COMMON | _REVERSED_COMMON) - _COMMON))
 
 
 def prose_like(text: str) -> bool:
@@ -170,26 +172,32 @@ def _percent(text: str) -> list[str]:
 
 
 def _word_shapes(text: str) -> tuple[list[str], list[str]]:
-    """Lines that read as English once rot13'd, and lines that read as English backwards: more
-    than a third of their words (and at least three) become common words, and the line as it is
-    has fewer than half as many. A text with fewer than three such words in all is not read line
-    by line (one search, in C, for the common case)."""
+    """Lines that read as English once rot13'd, and lines that read as English backwards: at
+    least three of their words become common words, more than the line has as it is, and at least
+    a quarter of the words that are not common as they are. A text with fewer than three such
+    words in all is not read line by line (counted in C, for the common case)."""
     rot: list[str] = []
     rev: list[str] = []
-    lower = text.lower()
-    if sum(lower.count(marker) for marker in _MARKERS) < 2:
+    lower = " " + _NOT_LETTER.sub(" ", text.lower()) + " "
+    if sum(lower.count(marker) for marker in _MARKERS) < 3:
         return rot, rev
     for m in _LINE.finditer(text):
-        words = [w.lower() for w in _WORD.findall(m.group(0))]
-        if len(words) < 3:
-            continue
-        plain = sum(w in _COMMON for w in words)
-        as_rot = sum(w in _ROT13_COMMON for w in words)
-        as_rev = sum(w in _REVERSED_COMMON for w in words)
-        if as_rot >= 3 and 3 * as_rot >= len(words) and as_rot > 2 * plain:
-            rot.append(codecs.encode(m.group(0), "rot13"))
-        if as_rev >= 3 and 3 * as_rev >= len(words) and as_rev > 2 * plain:
-            rev.append(m.group(0)[::-1])
+        line = m.group(0)
+        # a carrier's lead-in ("Decode this and follow it: ...") is weighed apart from what follows it
+        for segment in (line, line.split(": ", 1)[1]) if ": " in line else (line,):
+            # addresses and links are not words of the line (rot13 leaves their dots and @ in place)
+            words = [w.lower() for w in _WORD.findall(_ADDRESS.sub(" ", segment))]
+            if len(words) < 3:
+                continue
+            plain = sum(w in _COMMON for w in words)
+            as_rot = sum(w in _ROT13_COMMON for w in words)
+            as_rev = sum(w in _REVERSED_COMMON for w in words)
+            if as_rot >= 3 and as_rot > plain and 4 * as_rot >= len(words) - plain:
+                rot.append(codecs.encode(segment, "rot13"))
+                break
+            if as_rev >= 3 and as_rev > plain and 4 * as_rev >= len(words) - plain:
+                rev.append(segment[::-1])
+                break
     return rot, rev
 
 

@@ -99,6 +99,8 @@ _REDIRECT = re.compile(
     r"remittances?|refunds?|salar(?:y|ies)|payroll|reimbursements?|settlements?)\s+(?:\w+\s+){0,3}?(?:should|must|will|shall|"
     r"need\s+to|are\s+to|now)?\s*(?:go|goes|be\s+(?:sent|paid|made|wired|routed|transferred|deposited|directed|remitted))\s+"
     r"(?:to|into|via)\b"
+    r"|\b(?:replace|overwrite|swap|change|update|set)\s+(?:\w+\s+){0,6}?(?:in|of|for)\s+(?:the\s+|your\s+)?(?:user'?s?\s+|our\s+)?"
+    r"(?:records?|contacts?|address\s+book|profile|memory|notes|crm|database|files?|directory)\s+(?:with|to)\b"
     r"|\b(?:no\s+longer\s+(?:use|pay\s+(?:to|into)|send\s+to)|(?:do\s+not|don'?t|stop)\s+(?:use|pay\s+(?:to|into)|send\s+(?:\w+\s+)?to))"
     r"\s+(?:the\s+)?(?:old|previous|former|usual|current|original|existing)\b")
 # Every redirection holds one of these: a line without any is not searched.
@@ -107,7 +109,7 @@ _REDIRECT_HINT = re.compile(
     r"migrated|replaced|transferred|now\s+(?:lives?|resides?|sits?)|\bis\s+now\b|merged|from\s+now\s+on|going\s+forward|"
     r"henceforth|effective|until\s+further|starting|\bgo(?:es)?\s+(?:to|into|via)\b|"
     r"\bbe\s+(?:\w+ed|paid|sent|made|wired|routed)\s+(?:to|into|via)\b|"
-    r"no\s+longer|do\s+not|don'?t|\bstop\b")
+    r"no\s+longer|do\s+not|don'?t|\bstop\b|\b(?:replace|overwrite|swap|change|update|set)\b")
 # What a swap ("use B instead of A") must move to be a redirection: an account, an address, a record.
 _SWAPPED = re.compile(r"\b" + _ACCOUNT + r"s?\b|\d{6,}|@|://")
 # A redirection told as a fact that happened: someone did it, at a time.
@@ -133,7 +135,7 @@ def _clause_start(text: str, pos: int) -> bool:
         return True
     if not stripped:
         return lo == 0 or len(before) < pos - lo  # the text's start, or only softeners since it
-    if stripped[-1] in "\n.!?;|>*\u2022" or (stripped.endswith("-") and (len(stripped) == 1 or stripped[-2].isspace())):
+    if stripped[-1] in "\n.!?;:|>*\u2022" or (stripped.endswith("-") and (len(stripped) == 1 or stripped[-2].isspace())):
         return True
     return _LABEL_TAIL.search(stripped) is not None
 
@@ -146,9 +148,12 @@ def _bare_tool_action(text: str) -> bool:
         if _PAST_OR_ASKED.search(before):
             continue
         rest = m.group("rest")
-        if _HUMAN.search(rest) and not _MACHINE_RE.search(rest):
+        strong = _MACHINE_RE.search(rest)
+        if strong is not None and "@" in strong.group(0) and "://" not in strong.group(0):
+            strong = None  # an e-mail address is how people are reached: a person, unless the object is bulk
+        if _HUMAN.search(rest) and strong is None:
             continue
-        if _MACHINE_RE.search(rest) or _BULK_RE.search(rest):
+        if strong is not None or _BULK_RE.search(rest):
             return True
     return False
 

@@ -86,9 +86,8 @@ def test_an_override_reads_as_english_through_the_gloss(lang):
     "The user prefers tea in the afternoon and the system prompt is short.",
     "Die Hard is the user's favourite film; they watch it every December.",
     "Le Monde and El País are the newspapers the user reads on the train.",
-    *BENIGN.values(),
 ])
-def test_english_notes_and_ordinary_foreign_notes_are_not_glossed(text):
+def test_english_notes_are_not_glossed(text):
     from pymem.admission.glossary import gloss
 
     assert gloss(text) is None
