@@ -72,12 +72,12 @@ _AGENT_CUE = re.compile(
     r"(?:this|these|the)\b"
     r"|\byou\s+(?:must|should|need\s+to|have\s+to|are\s+to|will|shall)\b"
     r"|\b(?:ignore|disregard|override|bypass|forget)\b"
-    r"|\b(?:remember|memori[sz]e|store|save|record)\s+(?:this|that|the\s+following|it)\b"
     r"|\b(?:from\s+now\s+on|going\s+forward|henceforth|in\s+(?:all\s+)?future\s+\w+|for\s+all\s+future)\b")
 _FIELD_ORDER = re.compile(r"(?:^|[:;,\-]\s*|\b(?:please|also|then)\s+)\s*" + _SOFT + r"(?:" + _TOOL_VERB + r"|update|change|set|replace|mark|approve|reply|respond|tell|"
                           r"include|add|recommend|treat|use|grant|escalate|close|reset)\b")
 
-_FIELD_DIRECT = re.compile(r"\b(?:you|your)\b|\b(?:ignore|disregard|override|bypass|forget|remember|from\s+now\s+on|henceforth|"
+# "Remember that Ana moved to Leeds" in a `note` field is what a note field is for: a memory, not an order.
+_FIELD_DIRECT = re.compile(r"\b(?:you|your)\b|\b(?:ignore|disregard|override|bypass|forget|from\s+now\s+on|henceforth|"
                            r"going\s+forward)\b")
 
 _ACCOUNT = (r"(?:account|acct|iban|bic|swift|sort\s+code|routing(?:\s+number)?|bank(?:ing)?(?:\s+(?:details|account|info(?:rmation)?))?|"

@@ -27,7 +27,10 @@ MISSPELT = [
 def test_a_misspelt_override_is_refused_under_the_signature_it_spells(text):
     assert instruction_shaped({"content": text}) is None  # the signatures alone miss it
     judged = classify({"content": text})
-    assert judged.refused and judged.name == "override.ignore_previous"
+    assert judged.refused and judged.name in ("override.ignore_previous", "classifier.v1")
+    # with no score able to refuse it, the correction alone does, under the signature's name
+    spelt = classify({"content": text}, threshold=1.0, band=1.0)
+    assert spelt.refused and spelt.name == "override.ignore_previous" and spelt.piece_index == -1
 
 
 def test_corrections_are_edits_of_the_vocabulary_only():
