@@ -204,10 +204,8 @@ def _code_digest() -> str:
     import hashlib
     from pathlib import Path
 
-    import pymem.admission
-
     h = hashlib.sha256()
-    for path in sorted(Path(pymem.admission.__file__).parent.glob("*.py")):
+    for path in sorted((Path(__file__).resolve().parent.parent / "pymem" / "admission").glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
