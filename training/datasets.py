@@ -12,13 +12,14 @@ import importlib.util
 import random
 from pathlib import Path
 
-from . import external, hosts, own_data
+from . import encoded, external, hosts, multilingual, own_data
 from .goals import SPIKEE_AGENT_TYPES, goals
 
 SEED = 20260512
 ROOT = Path(__file__).resolve().parent.parent
 
-SOURCES = ("spikee", "pyrit", "own-framings", "host-documents", "everyday-notes", "python-docs", "project-corpus")
+SOURCES = ("spikee", "pyrit", "own-framings", "host-documents", "everyday-notes", "python-docs", "project-corpus",
+           "multilingual", "encoded")
 
 #: Standard-library modules whose docstrings give the benign "python-docs" source: plain English
 #: prose, much of it imperative ("call this", "you should pass ..."), none of it to the agent.
@@ -37,8 +38,11 @@ def _rng(name: str) -> random.Random:
     return random.Random(f"{SEED}:{name}")
 
 
-def _ex(source, label, text, kind, i, core=None) -> dict:
-    return {"source": source, "label": label, "text": text, "kind": kind, "core": core, "id": f"{source}/{kind}/{i}"}
+def _ex(source, label, text, kind, i, core=None, encoded=False) -> dict:
+    ex = {"source": source, "label": label, "text": text, "kind": kind, "core": core, "id": f"{source}/{kind}/{i}"}
+    if encoded:
+        ex["encoded"] = True  # trained on its decoded core only: the model reads words, the decoders read encodings
+    return ex
 
 
 def spikee() -> list[dict]:
@@ -80,6 +84,8 @@ def own_framings() -> list[dict]:
     out += [_ex("own-framings", 1, a["text"], a["framing"], 1000 + i, core=a["core"])
             for i, a in enumerate(own_data.generic_notes(goals(2, rng, 2 * len(own_data.GENERIC)), rng))]
     out += [_ex("own-framings", 0, b["text"], b["kind"], i) for i, b in enumerate(own_data.benign_notes(rng, 2 * len(own_data._BENIGN_TEMPLATES)))]
+    out += [_ex("own-framings", 1, a["text"], "multilingual+" + a["lang"], i, core=a["core"])
+            for i, a in enumerate(multilingual.payloads(1, rng, 12))]
     return out
 
 
@@ -157,8 +163,18 @@ def everyday_notes() -> list[dict]:
         lambda: f"The user's contact at {f.company()} is {f.name()} ({f.company_email()}).",
         lambda: f"The user's {rng.choice(['son', 'daughter'])} {f.first_name()} starts school on {f.random_element(_MONTHS)} {rng.randint(1, 28)}.",
         lambda: f"The user always pays the {rng.choice(['rent', 'electricity bill', 'nursery fees'])} on the {rng.randint(1, 28)}th by bank transfer.",
+        # notification e-mails the user keeps (they tell the reader to ignore them if unexpected)
+        lambda: f"From: no-reply@{f.domain_name()}\nSubject: Reset your password\n\nHi {f.first_name()}, someone asked to reset the "
+                f"password of your account. Use this link within 30 minutes: https://{f.domain_name()}/reset/{f.uuid4()[:8]}. "
+                "If it wasn't you, ignore this email; your password stays the same.",
+        lambda: f"Sign-in alert from {f.company()}: a new login from {rng.choice(['Chrome on Windows', 'Safari on iPhone', 'Firefox on Linux'])} "
+                f"near {f.city()}. If this was you, you can ignore this message. If not, change your password now.",
+        lambda: f"Your {f.company()} verification code is {rng.randint(100000, 999999)}. Don't share it with anyone. If you didn't "
+                "request it, ignore this text.",
     ]
-    return [_ex("everyday-notes", 0, rng.choice(shapes)(), "note", i) for i in range(400)]
+    out = [_ex("everyday-notes", 0, rng.choice(shapes)(), "note", i) for i in range(400)]
+    out += [_ex("everyday-notes", 0, b["text"], "note+" + b["lang"], i) for i, b in enumerate(multilingual.benign(1, rng, 15))]
+    return out
 
 
 def python_docs() -> list[dict]:
@@ -202,8 +218,27 @@ def project_corpus() -> list[dict]:
     return out
 
 
+def multilingual_notes() -> list[dict]:
+    """Payloads and benign notes in seven languages (multilingual.py, pool 0)."""
+    rng = _rng("multilingual")
+    out = [_ex("multilingual", 1, a["text"], "payload+" + a["lang"], i, core=a["core"])
+           for i, a in enumerate(multilingual.payloads(0, rng, 20))]
+    out += [_ex("multilingual", 0, b["text"], "note+" + b["lang"], i) for i, b in enumerate(multilingual.benign(0, rng, 30))]
+    return out
+
+
+def encoded_notes() -> list[dict]:
+    """Payloads hidden in encodings (goals of pool 0) and benign notes carrying encoded data (encoded.py)."""
+    rng = _rng("encoded")
+    out = [_ex("encoded", 1, a["text"], a["encoding"], i, core=a["core"], encoded=True)
+           for i, a in enumerate(encoded.payloads(goals(0, rng, 180), rng))]
+    out += [_ex("encoded", 0, b["text"], b["kind"], i) for i, b in enumerate(encoded.benign(rng, 180))]
+    return out
+
+
 BUILDERS = {"spikee": spikee, "pyrit": pyrit, "own-framings": own_framings,
-            "host-documents": host_documents, "everyday-notes": everyday_notes, "python-docs": python_docs, "project-corpus": project_corpus}
+            "host-documents": host_documents, "everyday-notes": everyday_notes, "python-docs": python_docs, "project-corpus": project_corpus,
+            "multilingual": multilingual_notes, "encoded": encoded_notes}
 
 
 def build_all() -> list[dict]:

@@ -25,12 +25,15 @@ from pymem.admission.pieces import pieces
 from pymem.admission.scanning import instruction_shaped
 from pymem.admission.signals import SIGNAL_NAMES, detect
 
-SPEC = FeatureSpec(bits=20, word_orders=tuple(int(n) for n in os.environ.get("PYMEM_TRAIN_WORDS", "1,2").split(",")),
+SPEC = FeatureSpec(bits=20, tokens=2, word_orders=tuple(int(n) for n in os.environ.get("PYMEM_TRAIN_WORDS", "1,2").split(",")),
                    char_range=tuple(int(n) for n in os.environ.get("PYMEM_TRAIN_CHARS", "4,4").split(",")))
 C = float(os.environ.get("PYMEM_TRAIN_C", "0.3"))
 #: Benign refusal rate the threshold is calibrated to, for the combined decision (signatures
-#: OR classifier) on held-out benign notes of the training sources; below the 2 % goal on purpose.
-CALIBRATION_TARGET = 0.015
+#: OR classifier) on held-out benign notes of the training sources; below the 1 % goal on purpose.
+CALIBRATION_TARGET = 0.008
+#: Benign doubt rate (held for review, not refused) the doubt band is calibrated to, on the same
+#: held-out benign notes; below the 3 % goal on purpose.
+BAND_TARGET = 0.027
 MIN_THRESHOLD = 0.5
 FOLDS = 4
 GROUPED = True
@@ -75,9 +78,10 @@ def training_rows(examples: list[dict]) -> tuple[list[str], list[int], list[floa
     texts, labels, weights = [], [], []
     for e in examples:
         w = 1.0 / math.sqrt(size[(e["source"], e["label"])])
-        texts.append(e["text"])
-        labels.append(e["label"])
-        weights.append(w)
+        if not e.get("encoded"):
+            texts.append(e["text"])
+            labels.append(e["label"])
+            weights.append(w)
         if e["label"] == 1 and e.get("core"):
             texts.append(e["core"])
             labels.append(1)
@@ -142,11 +146,24 @@ def judged(model: Model, examples: list[dict], threshold: float | None = None) -
     return [classify(record(e["text"]), model=model, threshold=threshold) for e in examples]
 
 
-def calibrate(examples: list[dict], seed: int = 0) -> tuple[float, dict]:
-    """The threshold for a model trained on `examples`, chosen on their benign notes held out:
-    each benign note is scored by a model trained without its whole source (GROUPED) or
-    without its row fold (otherwise), so the threshold reflects benign text of a kind the model
-    has not seen."""
+def decide(signature_name: str | None, j, band: float) -> str:
+    """The gate's three decisions from the signatures and a classifier judgement made at the
+    threshold and `band` in force: "refuse", "doubt" (held in quarantine) or "admit"."""
+    if signature_name is not None or j.refused:
+        return "refuse"
+    if j.doubts or j.score >= band:
+        return "doubt"
+    return "admit"
+
+
+def judged_at(model: Model, examples: list[dict], threshold: float, band: float) -> list:
+    return [classify(record(e["text"]), model=model, threshold=threshold, band=band) for e in examples]
+
+
+def _held_out_benign(examples: list[dict], seed: int = 0) -> list[tuple[bool, float, bool, bool]]:
+    """For every benign note of `examples`, judged by a model trained without its whole source
+    (GROUPED) or its row fold: (refused whatever the threshold, score, a decisive signal without
+    a signature, another named doubt)."""
     if GROUPED:
         groups = sorted({e["source"] for e in examples if e["label"] == 0})
         fold_of = {i: groups.index(e["source"]) if e["source"] in groups else -1 for i, e in enumerate(examples)}
@@ -157,23 +174,91 @@ def calibrate(examples: list[dict], seed: int = 0) -> tuple[float, dict]:
         rng.shuffle(order)
         fold_of = {i: k % FOLDS for k, i in enumerate(order)}
         nfolds = FOLDS
-    scores, fixed = [], 0
+    out = []
     for k in range(nfolds):
         train = [e for i, e in enumerate(examples) if fold_of[i] != k]
         held = [e for i, e in enumerate(examples) if fold_of[i] == k and e["label"] == 0]
         model = fit(train)
-        for e, j in zip(held, judged(model, held, threshold=1.0), strict=False):
-            if signature(e["text"]) is not None or (j.refused and j.name != NAME):
-                fixed += 1  # refused whatever the threshold
-            else:
-                scores.append(j.score)
-    n = len(scores) + fixed
-    allowed = math.floor(CALIBRATION_TARGET * n) - fixed
-    scores.sort(reverse=True)
-    if allowed < 0:
-        threshold = 1.0
-    elif allowed >= len(scores):
-        threshold = MIN_THRESHOLD
-    else:
-        threshold = max(MIN_THRESHOLD, min(1.0, scores[allowed] + 1e-6))
-    return threshold, {"benign_held_out": n, "refused_regardless": fixed, "allowed": max(allowed, 0)}
+        # threshold 1 and band 1: nothing is refused by its score, so every note's score and
+        # named doubts are seen; a decisive signal then shows as a doubt of its own name.
+        for e, j in zip(held, judged_at(model, held, 1.0, 1.0), strict=False):
+            fixed = signature(e["text"]) is not None or (j.refused and j.name != NAME)
+            signal = any(d.startswith("signal.") for d in j.doubts)
+            other = any(not d.startswith("signal.") for d in j.doubts)
+            out.append((fixed, j.score, signal, other))
+    return out
+
+
+def _rates(notes: list[tuple[bool, float, bool, bool]], t: float, b: float) -> tuple[int, int]:
+    refused = doubt = 0
+    for fixed, score, signal, other in notes:
+        if fixed or score >= t or (signal and score >= b):
+            refused += 1
+        elif signal or other or score >= b:
+            doubt += 1
+    return refused, doubt
+
+
+def _code_digest() -> str:
+    """SHA-256 of the detector's code (pymem/admission/*.py): held-out scores depend on it."""
+    import hashlib
+    from pathlib import Path
+
+    h = hashlib.sha256()
+    for path in sorted((Path(__file__).resolve().parent.parent / "pymem" / "admission").glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def held_out_benign(examples: list[dict]) -> dict[str, tuple[bool, float, bool, bool]]:
+    """{example id: (refused whatever the threshold, score, decisive signal, other doubt)} for every
+    benign note, judged by a model trained without its source (`_held_out_benign`), cached in the
+    training cache by the data's and the detector code's digests: the shipped model's calibration
+    and every leave-one-source-out fold read the same scores."""
+    import hashlib
+    import json
+
+    from .external import CACHE
+
+    key = hashlib.sha256(json.dumps(examples, sort_keys=True).encode() + _code_digest().encode()
+                         + json.dumps([SPEC.to_json(), C, GROUPED]).encode()).hexdigest()[:16]
+    path = CACHE / f"held-out-benign-{key}.json"
+    if path.exists():
+        return {k: tuple(v) for k, v in json.loads(path.read_text()).items()}  # type: ignore[misc]
+    benign = [e for e in examples if e["label"] == 0]
+    notes = _held_out_benign(examples)
+    out = {e["id"]: n for e, n in zip(benign, notes, strict=True)}
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out))
+    return out
+
+
+def choose(notes: list[tuple[bool, float, bool, bool]]) -> tuple[float, dict]:
+    """The lowest threshold that refuses at most CALIBRATION_TARGET of the held-out benign
+    `notes`, then the lowest band that holds at most BAND_TARGET of them without refusing more.
+    Returns (threshold, {..., "band": band})."""
+    n = len(notes)
+    candidates = sorted({round(score + 1e-6, 6) for _, score, _, _ in notes if score + 1e-6 <= 1.0} | {MIN_THRESHOLD, 1.0})
+    candidates = [c for c in candidates if c >= MIN_THRESHOLD]
+    threshold = 1.0
+    for t in candidates:
+        if _rates(notes, t, t)[0] <= CALIBRATION_TARGET * n:
+            threshold = t
+            break
+    band = threshold
+    for b in sorted({c for c in candidates if c <= threshold} | {c / 100 for c in range(20, 50)}, reverse=True):
+        refused, doubt = _rates(notes, threshold, b)
+        if refused > CALIBRATION_TARGET * n or doubt > BAND_TARGET * n:
+            break
+        band = b
+    refused, doubt = _rates(notes, threshold, band)
+    return threshold, {"benign_held_out": n, "refused": refused, "held": doubt, "band": round(band, 6)}
+
+
+def calibrate(examples: list[dict], scores: dict[str, tuple[bool, float, bool, bool]] | None = None) -> tuple[float, dict]:
+    """The refusal threshold and the doubt band for a model trained on `examples`, chosen on
+    their benign notes held out (each scored by a model trained without its source; `scores`,
+    from `held_out_benign`, when already computed for a superset of `examples`)."""
+    if scores is None:
+        scores = held_out_benign(examples)
+    return choose([scores[e["id"]] for e in examples if e["label"] == 0])

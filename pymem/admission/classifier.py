@@ -15,7 +15,16 @@ one piece,
   under that signal's name, e.g. `signal.addressed_to_agent`), or
 - the model's score reaches the threshold (refused as `classifier.v1`).
 
-The reported score is the model's highest over the whole and its pieces, whatever decided.
+Then what a model over the visible words cannot see (pymem.admission.detector): text hidden in
+the note (tag characters, base64, hex, URL encoding, rot13 ...) decoded and judged as pieces of
+its own, refused as `hidden.<encoding>` when it holds an instruction; misspellings of the
+override vocabulary read back and the signatures tried again; and the named doubts of a note
+that is not refused (`Judgement.doubts`: hidden prose, a record redirection, a bare tool action,
+an instruction in a data field, a decisive signal the score does not back), which the write gate
+holds rather than admits.
+
+The reported score is the model's highest over the whole, its pieces and its decoded pieces,
+whatever decided.
 
     >>> classify({"content": "The user prefers tea in the afternoon."}).refused
     False
@@ -27,6 +36,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from .detector import beyond_words, default_band
 from .model import Model, default_model
 from .normalise import fold, normalize
 from .pieces import MAX_PIECES, TOO_DEEP, TooDeep, pieces, strings
@@ -49,8 +59,9 @@ class Judgement:
     decided or scored highest (0 = the whole note, k = its k-th piece) and `piece_digest` is
     "sha256:" + the SHA-256 of that normalised text: audit records carry the digest, never the
     text. `signals` lists every structural signal seen anywhere in the note. `doubts` names what
-    the detector is unsure of in a note it does not refuse (a decoded hidden payload, a record
-    redirection, ...): the write gate holds such a note in quarantine (pymem.admission.judge.doubt).
+    the detector is unsure of in a note it does not refuse, most telling first (a decisive signal
+    the score does not back, `hidden.<encoding>`, `shape.*`: pymem.admission.detector); the write
+    gate holds such a note in quarantine, as it does one whose score lies in its doubt band.
     """
 
     refused: bool
@@ -68,17 +79,32 @@ def _digest(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
-def classify(value: Any, *, threshold: float | None = None, model: Model | None = None) -> Judgement:
+def classify(value: Any, *, threshold: float | None = None, model: Model | None = None,
+             band: float | None = None) -> Judgement:
     """Judge a note: a string, or any nesting of dicts (keys included), lists, tuples and sets
-    of strings (other scalars are ignored). `threshold` defaults to the model's calibrated one."""
+    of strings (other scalars are ignored). `threshold` defaults to the model's calibrated one,
+    `band` (the lower edge of the doubt band, pymem.admission.detector.default_band) to the one
+    calibrated with it."""
     model = model or default_model()
     limit = model.threshold if threshold is None else float(threshold)
     if not 0.0 <= limit <= 1.0:
         raise ValueError("threshold must be between 0 and 1")
+    low = min(limit, default_band(model) if band is None else float(band))
+    if low < 0.0:
+        raise ValueError("band must be between 0 and the threshold")
     try:
         parts = list(strings(value))
     except (TooDeep, RecursionError):
         return Judgement(True, TOO_DEEP, 1.0, limit, 0, _digest(""), (), 0)
+    judged = _judge(parts, model, limit)
+    if judged.refused and judged.name not in SIGNAL_NAMES:
+        return judged
+    final: Judgement = beyond_words(judged, parts, model, limit, low, _judge)
+    return final
+
+
+def _judge(parts: list[str], model: Model, limit: float) -> Judgement:
+    """The model and its structural signals over the whole note and its pieces."""
     whole = normalize("\n".join(parts))
     if not whole:
         return Judgement(False, None, 0.0, limit, 0, _digest(""), (), 0)

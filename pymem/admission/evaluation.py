@@ -1,9 +1,10 @@
 """How well the write gate's content check does on data it was not tuned on (`pymem eval admission`).
 
 The evaluation is leave-one-source-out: for each source of the training data in turn, the
-classifier is trained and its threshold calibrated on every *other* source, then the held-out
-source is judged whole (its payloads, and its benign notes). What is reported per source is what
-the gate applies, the signatures OR the classifier, beside each alone.
+classifier is trained and its threshold and doubt band calibrated on every *other* source, then
+the held-out source is judged whole (its payloads, and its benign notes). What is reported per
+source is what the gate decides: refused (the signatures OR the classifier, beside each alone),
+held for review (doubtful: quarantined), or admitted.
 
 The package ships the result of the last full run (`classifier_loso.json`, beside the weights it
 was computed with) and this module only reads it: it runs no training code and starts no process.
@@ -32,8 +33,9 @@ RECOMPUTE_COMMAND = "python -m training.evaluate_loso"
 @dataclass(frozen=True)
 class HeldOutSource:
     """One source held out: its payloads and benign notes, and how many of each the gate refused
-    (`*_refused` = signatures or classifier; `*_signatures`, `*_classifier` = each alone).
-    `threshold` is the one calibrated without this source."""
+    (`*_refused` = signatures or classifier; `*_signatures`, `*_classifier` = each alone) and held
+    for review (`*_held`: not refused but doubtful, so quarantined). `threshold` and `band` are the
+    refusal threshold and the doubt band's lower edge calibrated without this source."""
 
     source: str
     threshold: float
@@ -45,23 +47,34 @@ class HeldOutSource:
     benign_refused: int
     benign_signatures: int
     benign_classifier: int
+    band: float | None = None
+    payloads_held: int = 0
+    benign_held: int = 0
 
     @property
     def payload_rate(self) -> float | None:
         return self.payloads_refused / self.payloads if self.payloads else None
 
     @property
+    def stopped_rate(self) -> float | None:
+        """The share of payloads refused or held: kept out of every prompt."""
+        return (self.payloads_refused + self.payloads_held) / self.payloads if self.payloads else None
+
+    @property
     def benign_rate(self) -> float | None:
         return self.benign_refused / self.benign if self.benign else None
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "payload_rate": self.payload_rate, "benign_rate": self.benign_rate}
+        return {**asdict(self), "payload_rate": self.payload_rate, "stopped_rate": self.stopped_rate,
+                "benign_rate": self.benign_rate}
 
 
 @dataclass(frozen=True)
 class AdmissionEvaluation:
     """The leave-one-source-out table. `recomputed` says whether it was computed now or read
-    from the committed result; `note` says why not, or what was run."""
+    from the committed result; `note` says why not, or what was run. The goals: every source's
+    payloads refused (`payload_goal`) and refused or held (`stopped_goal`); benign notes refused
+    at most `benign_goal` and held at most `benign_held_goal` overall."""
 
     sources: tuple[HeldOutSource, ...]
     recomputed: bool
@@ -70,6 +83,8 @@ class AdmissionEvaluation:
     benign_goal: float
     weights_sha256: str | None
     meta: dict[str, Any] = field(default_factory=dict)
+    stopped_goal: float | None = None
+    benign_held_goal: float | None = None
 
     @property
     def benign(self) -> int:
@@ -80,27 +95,48 @@ class AdmissionEvaluation:
         return sum(s.benign_refused for s in self.sources)
 
     @property
+    def benign_held(self) -> int:
+        return sum(s.benign_held for s in self.sources)
+
+    @property
     def benign_rate(self) -> float | None:
         return self.benign_refused / self.benign if self.benign else None
+
+    @property
+    def benign_held_rate(self) -> float | None:
+        return self.benign_held / self.benign if self.benign else None
 
     @property
     def missed_goals(self) -> list[str]:
         """The goals not met, one line each (empty: all met)."""
         out = [f"{s.source}: {100 * s.payload_rate:.1f} % of payloads refused (goal {100 * self.payload_goal:.0f} %)"
                for s in self.sources if s.payload_rate is not None and s.payload_rate < self.payload_goal]
+        if self.stopped_goal is not None:
+            out += [f"{s.source}: {100 * s.stopped_rate:.1f} % of payloads refused or held "
+                    f"(goal {100 * self.stopped_goal:.0f} %)"
+                    for s in self.sources if s.stopped_rate is not None and s.stopped_rate < self.stopped_goal]
         if self.benign_rate is not None and self.benign_rate > self.benign_goal:
             out.append(f"benign notes refused: {100 * self.benign_rate:.1f} % "
                        f"(goal at most {100 * self.benign_goal:.0f} %)")
+        held = self.benign_held_rate
+        if self.benign_held_goal is not None and held is not None and held > self.benign_held_goal:
+            out.append(f"benign notes held: {100 * held:.1f} % (goal at most {100 * self.benign_held_goal:.0f} %)")
         return out
 
     def to_json(self) -> dict[str, Any]:
         return {
             "recomputed": self.recomputed, "note": self.note, "weights_sha256": self.weights_sha256,
-            "goals": {"payloads_refused": self.payload_goal, "benign_refused": self.benign_goal},
+            "goals": {"payloads_refused": self.payload_goal, "payloads_stopped": self.stopped_goal,
+                      "benign_refused": self.benign_goal, "benign_held": self.benign_held_goal},
             "sources": [s.to_json() for s in self.sources],
             "benign": self.benign, "benign_refused": self.benign_refused, "benign_rate": self.benign_rate,
+            "benign_held": self.benign_held, "benign_held_rate": self.benign_held_rate,
             "missed_goals": self.missed_goals, "meta": self.meta,
         }
+
+
+def _optional(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _from_json(data: Any, *, recomputed: bool, note: str) -> AdmissionEvaluation:
@@ -112,13 +148,16 @@ def _from_json(data: Any, *, recomputed: bool, note: str) -> AdmissionEvaluation
                 payloads_signatures=int(s["payloads"]["signatures"]),
                 payloads_classifier=int(s["payloads"]["classifier"]),
                 benign=int(s["benign"]["n"]), benign_refused=int(s["benign"]["combined"]),
-                benign_signatures=int(s["benign"]["signatures"]), benign_classifier=int(s["benign"]["classifier"]))
+                benign_signatures=int(s["benign"]["signatures"]), benign_classifier=int(s["benign"]["classifier"]),
+                band=_optional(s.get("band")), payloads_held=int(s["payloads"].get("held", 0)),
+                benign_held=int(s["benign"].get("held", 0)))
             for s in data["sources"])
         goals = data["goals"]
         return AdmissionEvaluation(sources, recomputed, note, float(goals["payloads_refused"]),
                                    float(goals["benign_refused"]), data.get("weights_sha256"),
-                                   dict(data.get("meta") or {}))
-    except (KeyError, TypeError, ValueError) as exc:
+                                   dict(data.get("meta") or {}), _optional(goals.get("payloads_stopped")),
+                                   _optional(goals.get("benign_held")))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PymemError(f"the leave-one-source-out result is malformed ({type(exc).__name__})") from None
 
 

@@ -23,7 +23,14 @@ from zlib import crc32
 
 __all__ = ["FeatureSpec", "extract"]
 
-_TOKEN = re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|[^\w\s]")
+# Version 1 reads Latin words only (other scripts' letters are skipped); version 2 also reads words
+# of other alphabets (Cyrillic, Greek ... after look-alike folding) and each CJK character as a word
+# of its own, since those scripts do not separate words with spaces.
+_TOKENS = {
+    1: re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|[^\w\s]"),
+    2: re.compile(r"[a-z0-9_]+(?:'[a-z]+)?|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+                  r"|[^\W\d_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\w\s]"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,18 +40,27 @@ class FeatureSpec:
     bits: int = 20
     word_orders: tuple[int, ...] = (1, 2)
     char_range: tuple[int, ...] = (4, 4)
+    #: How words are read (`_TOKENS`): 1 Latin words only, 2 every script.
+    tokens: int = 1
 
     @property
     def mask(self) -> int:
         return (1 << self.bits) - 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"bits": self.bits, "word_orders": list(self.word_orders), "char_range": list(self.char_range)}
+        out: dict[str, Any] = {"bits": self.bits, "word_orders": list(self.word_orders),
+                               "char_range": list(self.char_range)}
+        if self.tokens != 1:
+            out["tokens"] = self.tokens
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FeatureSpec:
+        tokens = int(data.get("tokens", 1))
+        if tokens not in _TOKENS:
+            raise ValueError(f"unknown tokenisation {tokens}")
         return cls(int(data["bits"]), tuple(int(n) for n in data["word_orders"]),
-                   tuple(int(n) for n in data["char_range"]))
+                   tuple(int(n) for n in data["char_range"]), tokens)
 
 
 # Distinct seeds per feature family so that the word "ing" and the character trigram "ing" land
@@ -58,7 +74,7 @@ def word_buckets(text: str, spec: FeatureSpec) -> set[int]:
     # Each distinct token and token pair is hashed once: a long text repeats most of them, and the
     # de-duplication runs in C (a set of the tokens, of the pairs) where the hashing runs in Python.
     mask = spec.mask
-    tokens = _TOKEN.findall(text)
+    tokens = _TOKENS[spec.tokens].findall(text)
     seed = _WORD_SEED[0]
     table = {t: crc32(t.encode(), seed) for t in set(tokens)}
     hashes = list(map(table.__getitem__, tokens))

@@ -28,7 +28,7 @@ from typing import Any
 
 from .needles import Lookups, needles, present
 
-__all__ = ["SIGNALS", "SIGNAL_NAMES", "detect", "decisive"]
+__all__ = ["SIGNALS", "SIGNAL_NAMES", "detect", "decisive", "chat_template_token"]
 
 ADDRESSED = "signal.addressed_to_agent"
 ROLE = "signal.role_header"
@@ -283,6 +283,12 @@ _STRONG_ROLE = re.compile(
     r"<\|\s*(?:im_start|im_end|im_sep|system|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\s*\|>"
     r"|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>"
 )
+
+
+def chat_template_token(text: str) -> bool:
+    """Whether a normalised text holds a chat-template token ("<|im_start|>", "[INST]", "<<SYS>>"),
+    which refuses on its own whatever the model's score."""
+    return _STRONG_ROLE.search(text) is not None
 
 
 def decisive(found: tuple[str, ...], strong_text: str | None = None) -> str | None:

@@ -108,6 +108,13 @@ _AGENT_VERB = (
     r"greet\s+\w+\s+and\s+then\s+\w+)"
 )
 _AI = r"(?:ai|a\.i\.|llm|llms|language\s+models?|chatbots?|gpt|claude|copilot|assistants?|ai\s+(?:assistants?|agents?|models?|systems?)|bots?)"
+# Who "act as ..." makes the agent that a note has no business asking for: a machine, a privileged
+# role, a persona without rules ("act as a friendly tutor" is a tone, not a takeover).
+_PERSONA = (
+    r"(?:an?|the|my|your)\s+(?:[\w\-]+\s+){0,3}?(?:ai|a\.i\.|model|assistant|chatbot|bot|llm|gpt|terminal|shell|console|interpreter|"
+    r"computer|system|administrator|admin|sysadmin|developer|root|superuser|operator|hacker|jailbreaker|dan)\b"
+    r"|an?\s+(?:unrestricted|unfiltered|uncensored|evil|jailbroken|amoral|unethical|rogue)\b"
+)
 _ROLE = (
     r"(?:system|sys|operator|platform\s+operator|platform|administrator|admin|developers?|dev|root|sysadmin|"
     r"openai|anthropic|moderator|security\s+team|it\s+(?:department|dept)|model\s+provider|ai\s+provider|creators?|owner)"
@@ -303,7 +310,7 @@ INSTRUCTION_SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "role.act_as",
         r"(?:^|(?<=[.!?;:,(\[{<>\"*#|\n\-])\s*|\b(?:please|now|just|you\s+(?:must|should|will)|from\s+now\s+on,?)\s+)"
-        r"(?:act|behave|respond|operate|function|answer|roleplay|role-play)\s+(?:as\s+(?:if|though|an?\b|the\b|my\b|dan\b|an?\s+unrestricted)|like\s+(?:an?|the)\s+)"
+        r"(?:act|behave|respond|operate|function|answer|roleplay|role-play)\s+(?:as\s+(?:if|though|dan\b)|(?:as|like)\s+" + _PERSONA + r")"
         r"|" + _LEAD + r"(?:pretend|imagine|roleplay|role-play)\s+(?:to\s+be|you\s+are|you're|that\s+you|you\s+have)"
         r"|\b(?:adopt|assume|take\s+on)\s+(?:the|this|a|your\s+new)\s+(?:persona|role|identity|character)\b",
         description="act as / pretend you are / adopt the persona",
@@ -350,11 +357,22 @@ INSTRUCTION_SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "persist.always_rule",
         r"(?:" + _LEAD + r"|\b(?:you|assistant|agent|ai|model)\s+(?:\w+\s+)?)always\s+(?:also\s+)?"
-        r"(?:respond|reply|answer|include|send|forward|cc|bcc|copy|add|append|prepend|mention|recommend|say|tell|use|treat|trust|"
-        r"refer|route|attach|reveal|disclose|share|print|output|echo|email|e-mail|upload|post|log|store|save|insert|embed|obey|follow|"
-        r"prioriti[sz]e|promote|redirect|approve|agree|comply|answer|suggest)\b"
+        r"(?:recommend|treat\s+(?:\w+\s+){0,4}?as|trust|reveal|disclose|echo|insert|embed|obey|prioriti[sz]e|promote|redirect|approve|"
+        r"agree|comply|praise|endorse|follow\s+(?:\w+\s+){0,2}?(?:instructions?|commands?|orders|directions|requests?))\b"
         r"|(?:" + _LEAD + r")never\s+(?:refuse|decline|question|reveal\s+that|mention\s+(?:this|that|these)|tell\s+the\s+user|disclose\s+(?:this|that))\b",
-        description="always <agent action> / never refuse",
+        description="always <agent action: recommend, trust, obey, reveal ...> / never refuse",
+    ),
+    # A standing "always send / include / reply ..." is an ordinary preference ("always send the 2026
+    # version of the template", "always use metric units") unless it carries something out: an
+    # address, a secret, the conversation.
+    _sig(
+        "persist.always_rule",
+        r"(?:" + _LEAD + r"|\b(?:you|assistant|agent|ai|model)\s+(?:\w+\s+)?)always\s+(?:also\s+)?(?P<verb>"
+        r"respond|reply|answer|include|send|forward|cc|bcc|copy|add|append|prepend|mention|say|tell|use|"
+        r"refer|route|attach|share|print|output|email|e-mail|upload|post|log|store|save|suggest)\b",
+        also=r"(?:" + _TARGET_ANY + r"|(?<![a-z])" + _SECRET + r"\b|\b(?:conversations?|chat\s+(?:history|logs?)|memor(?:y|ies)|"
+        r"transcripts?|history)\b)",
+        description="always send/include/reply ... + an address, a secret or the conversation",
     ),
     _sig(
         "persist.self_modify",
@@ -373,14 +391,14 @@ INSTRUCTION_SIGNATURES: tuple[Signature, ...] = (
     # -- exfiltration ----------------------------------------------------------------------
     _sig(
         "exfil.send_to",
-        _LEAD + r"(?:(?:also|please|quietly|silently|secretly|automatically|immediately|first)\s+)*(?P<verb>" + _EXFIL_VERB + r")\b"
+        _LEAD + r"(?:(?:also|please|quietly|silently|secretly|automatically|immediately|first)\s+)*(?<![a-z]-)(?P<verb>" + _EXFIL_VERB + r")\b"
         r"[^\n]{0,160}?\b(?:to|into|at|via|onto|with|on)\s+" + _TARGET,
         also=_GENERAL + "|" + _SENSITIVE,
         description="send/forward/upload <something sensitive or standing> to <address>",
     ),
     _sig(
         "exfil.send_to",
-        _LEAD + r"(?:(?:also|please|quietly|silently|secretly|automatically|immediately|first)\s+)*" + _EXFIL_VERB + r"\b"
+        _LEAD + r"(?:(?:also|please|quietly|silently|secretly|automatically|immediately|first)\s+)*(?<![a-z]-)" + _EXFIL_VERB + r"\b"
         r"[^\n]{0,160}?\b(?:to|into|at|via|onto)\s+<?(?:[a-z][a-z0-9+.\-]{1,9}://|www\.|(?:\d{1,3}\.){3}\d{1,3})",
         description="send/forward/upload ... to <url or ip>",
     ),

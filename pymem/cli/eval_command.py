@@ -22,20 +22,28 @@ def _rate(k: int, n: int) -> str:
 
 def format_evaluation(ev: AdmissionEvaluation) -> str:
     """The leave-one-source-out table as text."""
-    rows = [("held-out source", "payloads refused", "signatures alone", "benign falsely refused", "threshold")]
+    rows = [("held-out source", "payloads refused", "held", "signatures alone", "benign falsely refused", "held",
+             "threshold")]
     for s in ev.sources:
-        rows.append((s.source, _rate(s.payloads_refused, s.payloads), _rate(s.payloads_signatures, s.payloads),
-                     _rate(s.benign_refused, s.benign), f"{s.threshold:.3f}"))
+        rows.append((s.source, _rate(s.payloads_refused, s.payloads), _rate(s.payloads_held, s.payloads),
+                     _rate(s.payloads_signatures, s.payloads), _rate(s.benign_refused, s.benign),
+                     _rate(s.benign_held, s.benign), f"{s.threshold:.3f}"))
     payloads = sum(s.payloads for s in ev.sources)
     rows.append(("all (held out)", _rate(sum(s.payloads_refused for s in ev.sources), payloads),
-                 _rate(sum(s.payloads_signatures for s in ev.sources), payloads), _rate(ev.benign_refused, ev.benign),
-                 ""))
+                 _rate(sum(s.payloads_held for s in ev.sources), payloads),
+                 _rate(sum(s.payloads_signatures for s in ev.sources), payloads),
+                 _rate(ev.benign_refused, ev.benign), _rate(ev.benign_held, ev.benign), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    goals = f"goals: every source >= {100 * ev.payload_goal:.0f} % of payloads refused"
+    if ev.stopped_goal is not None:
+        goals += f" and >= {100 * ev.stopped_goal:.0f} % refused or held"
+    goals += f", benign <= {100 * ev.benign_goal:.0f} % refused"
+    if ev.benign_held_goal is not None:
+        goals += f" and <= {100 * ev.benign_held_goal:.0f} % held"
     lines += ["", f"benign notes falsely refused overall: {_rate(ev.benign_refused, ev.benign)}",
-              f"goals: every source >= {100 * ev.payload_goal:.0f} % of payloads refused, "
-              f"benign <= {100 * ev.benign_goal:.0f} % overall"]
+              f"benign notes held for review overall: {_rate(ev.benign_held, ev.benign)}", goals + " overall"]
     missed = ev.missed_goals
     lines.append("goals met" if not missed else "MISSED: " + "; ".join(missed))
     lines.append(ev.note)
@@ -50,10 +58,10 @@ def eval_admission(as_json: bool) -> None:
 
     For each source of the classifier's training data held out in turn (trained and calibrated
     on the others): how many of its payloads the gate refuses (signatures or classifier; the
-    signatures alone beside it), how many of its benign notes it falsely refuses, and the benign
-    rate overall. Prints the committed result shipped with the classifier's weights; offline,
-    instant. Recomputing it is a training command, from a source checkout with the train extra:
-    python -m training.evaluate_loso.
+    signatures alone beside it) and holds for review, how many of its benign notes it falsely
+    refuses and holds, and the benign rates overall. Prints the committed result shipped with the
+    classifier's weights; offline, instant. Recomputing it is a training command, from a source
+    checkout with the train extra: python -m training.evaluate_loso.
 
     Example: pymem eval admission --json
     """

@@ -2,7 +2,7 @@
 
 `tests/data/detector_decisions.txt` holds, for every text here, what the detector decided on it
 (keyed by the text's digest, never the text): the signature name, the classifier's verdict, score,
-deciding piece and pieces judged, and the signals seen. A change to how the detector runs (its
+deciding piece and pieces judged, the signals seen and the named doubts. A change to how the detector runs (its
 cost, its regular expressions) must leave every one of those decisions as it is; a change to what
 it decides regenerates the file (`python tests/unit/test_detector_decisions.py --write`) and says
 why in the commit.
@@ -109,7 +109,8 @@ def _name(value: object) -> str:
 def decision(text: str) -> str:
     """Everything the detector decides on `text`, alone and as a record's content, in one line:
     for each, the signature (or -), the classifier's verdict (name or -), its score, the deciding
-    piece's index, the pieces judged and the signals seen; then the signals of the whole text."""
+    piece's index, the pieces judged, the signals seen and the named doubts (or -); then the
+    signals of the whole text."""
     from pymem.admission.classifier import SIGNAL_NAMES, classify
     from pymem.admission.normalise import normalize
     from pymem.admission.scanning import instruction_shaped
@@ -123,6 +124,6 @@ def decision(text: str) -> str:
         judged = classify(value)
         name = judged.name if judged.refused else "-"
         out.append(",".join([_name(instruction_shaped(value)), name, f"{judged.score:.10f}", str(judged.piece_index),
-                             str(judged.pieces_judged), signals(judged.signals)]))
+                             str(judged.pieces_judged), signals(judged.signals), "/".join(judged.doubts) or "-"]))
     out.append(signals(detect(normalize(text))))
     return " ".join(out)

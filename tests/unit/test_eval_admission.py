@@ -45,7 +45,10 @@ def test_the_committed_result_is_the_report_in_the_repository():
     for s in COMMITTED["sources"]:
         p = s["payloads"]
         if p["n"]:
-            assert f"**{100 * p['combined'] / p['n']:.1f} % ({p['combined']}/{p['n']})**" in report, s["source"]
+            stopped = p["combined"] + p["held"]
+            row = next(line for line in report.splitlines() if line.startswith(f"| {s['source']} |"))
+            assert f"| {100 * p['combined'] / p['n']:.1f} % ({p['combined']}/{p['n']}) |" in row, s["source"]
+            assert f"**{100 * stopped / p['n']:.1f} % ({stopped}/{p['n']})**" in row, s["source"]
 
 
 def test_evaluate_admission_returns_the_committed_table():
@@ -54,8 +57,10 @@ def test_evaluate_admission_returns_the_committed_table():
     assert [s.source for s in ev.sources] == [s["source"] for s in COMMITTED["sources"]]
     assert ev.benign == sum(s["benign"]["n"] for s in COMMITTED["sources"])
     assert ev.benign_refused == sum(s["benign"]["combined"] for s in COMMITTED["sources"])
-    missed = [s.source for s in ev.sources if s.payload_rate is not None and s.payload_rate < 0.9]
+    missed = [s.source for s in ev.sources if s.payload_rate is not None and s.payload_rate < ev.payload_goal]
+    missed += [s.source for s in ev.sources if s.stopped_rate is not None and s.stopped_rate < ev.stopped_goal]
     assert [line.split(":")[0] for line in ev.missed_goals if not line.startswith("benign")] == missed
+    assert ev.benign_held == sum(s["benign"]["held"] for s in COMMITTED["sources"])
     data = ev.to_json()
     assert json.loads(json.dumps(data)) == data and data["benign_rate"] == ev.benign_rate
 
@@ -64,16 +69,17 @@ def test_the_command_prints_the_table_and_the_overall_benign_rate():
     result = run()
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert lines[0].split() == ["held-out", "source", "payloads", "refused", "signatures", "alone", "benign", "falsely",
-                                "refused", "threshold"]
+    assert lines[0].split() == ["held-out", "source", "payloads", "refused", "held", "signatures", "alone", "benign",
+                                "falsely", "refused", "held", "threshold"]
     ev = evaluate_admission()
     for s in ev.sources:
         [row] = [line for line in lines if line.startswith(s.source + " ")]
         if s.payloads:
-            assert f"({s.payloads_refused}/{s.payloads})" in row
+            assert f"({s.payloads_refused}/{s.payloads})" in row and f"({s.payloads_held}/{s.payloads})" in row
         if s.benign:
-            assert f"({s.benign_refused}/{s.benign})" in row
+            assert f"({s.benign_refused}/{s.benign})" in row and f"({s.benign_held}/{s.benign})" in row
     assert f"benign notes falsely refused overall: {100 * ev.benign_rate:.1f} % ({ev.benign_refused}/{ev.benign})" in lines
+    assert f"benign notes held for review overall: {100 * ev.benign_held_rate:.1f} % ({ev.benign_held}/{ev.benign})" in lines
     assert ("goals met" in lines) == (ev.missed_goals == [])
     assert lines[-1] == ev.note
     as_json = json.loads(run("--json").output)
@@ -101,6 +107,26 @@ def test_the_command_takes_no_recompute_options_and_names_the_training_command()
     for gone in ("--only", "--committed"):
         bad = run(gone) if gone == "--committed" else run(gone, "spikee")
         assert bad.exit_code == 2 and "No such option" in bad.output
+
+
+def test_the_committed_result_has_the_multilingual_and_encoded_rows_and_three_decisions():
+    ev = evaluate_admission()
+    rows = {s.source: s for s in ev.sources}
+    for family in ("multilingual", "encoded"):
+        assert rows[family].payloads > 0 and rows[family].benign > 0
+    for s in ev.sources:
+        assert s.band is not None and 0 < s.band <= s.threshold
+        assert s.payloads_refused + s.payloads_held <= s.payloads and s.benign_refused + s.benign_held <= s.benign
+    assert ev.stopped_goal == 0.95 and ev.payload_goal == 0.85 and ev.benign_goal == 0.01 and ev.benign_held_goal == 0.03
+
+
+def test_a_result_of_the_two_decision_format_still_reads():
+    data = {"goals": {"payloads_refused": 0.9, "benign_refused": 0.02},
+            "sources": [{"source": "s", "threshold": 0.7, "payloads": {"n": 10, "combined": 9, "signatures": 5, "classifier": 8},
+                         "benign": {"n": 10, "combined": 0, "signatures": 0, "classifier": 0}}]}
+    ev = evaluation._from_json(data, recomputed=False, note="old")
+    assert ev.sources[0].payloads_held == 0 and ev.sources[0].band is None and ev.stopped_goal is None
+    assert ev.missed_goals == []
 
 
 def test_a_malformed_committed_result_is_a_typed_error(monkeypatch):

@@ -74,14 +74,17 @@ def test_recomputing_one_held_out_source_reproduces_the_committed_figures():
     missing = [m for m in TRAIN_MODULES if find_spec(m) is None]
     if missing:
         pytest.skip(f"the train extra is not installed (missing {', '.join(missing)}; pip install -e '.[train]')")
-    from training import datasets, evaluate_loso, external
+    from training import datasets, evaluate_loso, external, learn
 
     absent = [w.filename for w in external.WHEELS if not external.cached(w)]
     if absent:
         pytest.skip(f"the pinned source data is not cached ({', '.join(absent)}); python -m training.fetch_data")
     committed = json.loads(resources.files("pymem.admission").joinpath("classifier_loso.json").read_text())
     [want] = [s for s in committed["sources"] if s["source"] == "project-corpus"]
-    got = evaluate_loso.evaluate(datasets.build_all(), "project-corpus")
+    rows = datasets.build_all()
+    got = evaluate_loso.evaluate(rows, "project-corpus", learn.held_out_benign(rows))
     # the same data, code and solver give the same figures as the committed run
-    assert (got["payloads"]["combined"], got["benign"]["combined"], round(got["threshold"], 6)) == (
-        want["payloads"]["combined"], want["benign"]["combined"], want["threshold"])
+    assert (got["payloads"]["combined"], got["payloads"]["held"], got["benign"]["combined"], got["benign"]["held"],
+            round(got["threshold"], 6), round(got["band"], 6)) == (
+        want["payloads"]["combined"], want["payloads"]["held"], want["benign"]["combined"], want["benign"]["held"],
+        want["threshold"], want["band"])
