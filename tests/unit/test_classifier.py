@@ -32,7 +32,7 @@ from pymem.admission.pieces import pieces
 PACKAGE = Path(__file__).resolve().parents[2] / "pymem" / "admission"
 #: The classifier's modules, and the only modules of pymem they may import (all pure).
 CLASSIFIER_MODULES = ("classifier", "features", "model", "pieces", "signals", "normalise", "needles", "detector", "hidden",
-                      "glossary", "spelling", "shapes", "scanning", "signatures")
+                      "glossary", "spelling", "shapes", "scanning", "signatures", "reach")
 
 
 def signals(text: str) -> tuple[str, ...]:
