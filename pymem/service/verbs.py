@@ -177,7 +177,7 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
 
 def version() -> str:
     try:
-        return importlib.metadata.version("pymem")
+        return importlib.metadata.version("pymem-pg")  # the distribution; the import package is pymem
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source tree without metadata
         return "0"
 

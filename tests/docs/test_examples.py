@@ -4,8 +4,9 @@ Each page gets a fresh database; its Python blocks run in order in one namespace
 `Store.open()` reaching that database through PYMEM_DSN (as a reader's own code would), its
 console blocks as shell sessions running the real `pymem` command. A command is expected to exit
 0 unless the output shown after it says `exit status N`. A page whose examples talk to the
-service gets the service running on its database (the app `pymem serve` runs, under uvicorn, with
-the page's PYMEM_JWT_KEY), at a free port that stands in for the address the page shows.
+service gets the `export` lines of its shell recipe run (its PYMEM_JWT_KEY, a TOKEN from
+`pymem token`) and the service running on its database with them (the app `pymem serve` runs,
+under uvicorn), at a free port that stands in for the address the page shows.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from helpers.cli import CLEARED
 from helpers.database import APP_LOGIN
 from helpers.doc_examples import RUN, Block, blocks, commands, pages
-from helpers.service import KEY, running
+from helpers.service import running
 
 PAGES = [p for p in pages() if any(b.lang in RUN for b in blocks(p))]
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,15 +75,33 @@ def _run_console(block: Block, env: dict[str, str], cwd: Path, exports: list[str
             f"{block.where}: `{cmd}` exited {got}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}")
 
 
+def _recipe_exports(page: Path, env: dict[str, str], cwd: Path) -> dict[str, str]:
+    """The variables the `export` lines of the page's shell recipes set, run as a reader runs them."""
+    lines = [line for b in blocks(page) if b.lang == "sh" for line in b.code.splitlines()
+             if line.startswith("export ")]
+    names = [line.split()[1].split("=", 1)[0] for line in lines]
+    script = [f'pymem() {{ "{sys.executable}" -m pymem.cli "$@"; }}', "export -f pymem", "set -e", *lines,
+              *(f'printf "%s\\0" "${name}"' for name in names)]
+    done = subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, f"{page}: the recipe's exports failed:\n{done.stderr[-2000:]}"
+    values = done.stdout.split("\0")[:-1]
+    assert len(values) == len(names) and all(values), (names, done.stderr[-2000:])
+    return dict(zip(names, values, strict=True))
+
+
 @contextlib.contextmanager
-def _service_for(page: str, env: dict[str, str]):
+def _service_for(page: Path, env: dict[str, str], cwd: Path, monkeypatch):
     """The page's service address and the real one serving the page's database (None, None: none)."""
-    shown = PAGE_SERVICE.get(page)
+    shown = PAGE_SERVICE.get(str(page.relative_to(ROOT)))
     if shown is None:
         yield None, None
         return
     from pymem import Settings, build_app
 
+    for name, value in _recipe_exports(page, env, cwd).items():
+        env[name] = value
+        monkeypatch.setenv(name, value)
     settings = Settings.from_env({k: v for k, v in env.items() if k.startswith("PYMEM_")})
     with running(build_app(settings=settings, pool_size=2)) as url:
         yield shown, url
@@ -90,10 +109,10 @@ def _service_for(page: str, env: dict[str, str]):
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_the_page_examples_run(page, database, tmp_path, monkeypatch):
-    env = {**_env(database, tmp_path), "PYMEM_JWT_KEY": KEY}
+    env = _env(database, tmp_path)
     for var in CLEARED:
         monkeypatch.delenv(var, raising=False)
-    for key in ("PYMEM_DSN", "PYMEM_ADMIN_DSN", "PYMEM_HOME", "PYMEM_SIGNING_KEY", "PYMEM_JWT_KEY"):
+    for key in ("PYMEM_DSN", "PYMEM_ADMIN_DSN", "PYMEM_HOME", "PYMEM_SIGNING_KEY"):
         monkeypatch.setenv(key, env[key])
     monkeypatch.chdir(tmp_path)
     rel = str(page.relative_to(ROOT))
@@ -104,7 +123,7 @@ def test_the_page_examples_run(page, database, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, module.__name__, module)
     namespace = module.__dict__
     ran, exports = 0, []
-    with _service_for(rel, env) as (shown, url):
+    with _service_for(page, env, tmp_path, monkeypatch) as (shown, url):
         for block in blocks(page):
             if block.lang not in RUN:
                 continue

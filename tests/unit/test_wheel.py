@@ -198,6 +198,8 @@ print(json.dumps({'file': pymem.__file__, 'own': sysconfig.get_paths()['purelib'
                              cwd=fresh_venv)
     assert command.returncode == 0, command.stderr
     assert got["version"] in command.stdout
+    served = _fresh(fresh_venv, "from pymem.service.verbs import version; print(version())")  # the handshake's
+    assert (served.returncode, served.stdout.strip()) == (0, got["version"]), served.stderr
     sql = _fresh(fresh_venv, "from pymem.admin import upgrade_sql; print(upgrade_sql(embedding_dim=8))")
     assert sql.returncode == 0, sql.stderr
     assert "create table pymem.memories" in sql.stdout
