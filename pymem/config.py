@@ -287,3 +287,23 @@ class Settings:
             embed_threads=_int(env, "PYMEM_EMBED_THREADS", None, 1, 256),
             environ={k: v for k, v in env.items() if k.startswith("PYMEM_") and isinstance(v, str)},
         )
+
+    # -- The command line's and the embedder's use of the environment, read here like the rest --
+
+    @property
+    def context_scope(self) -> str:
+        """PYMEM_SCOPE: the scope (comma-separated AXIS=VALUE pairs) a command's context carries
+        when it is given no --scope; "" if unset."""
+        return self.value("PYMEM_SCOPE")
+
+    @property
+    def jwt_key(self) -> str:
+        """PYMEM_JWT_KEY: the service's HS256 key, which `pymem token` signs with; "" if unset."""
+        return self.value("PYMEM_JWT_KEY")
+
+
+def forbid_model_downloads() -> None:
+    """Tell the Hugging Face libraries of this process never to download (HF_HUB_OFFLINE=1,
+    TRANSFORMERS_OFFLINE=1): a model pymem loads comes from disk, never from the network at run time."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"

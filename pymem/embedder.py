@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-from .config import environment
+from .config import environment, forbid_model_downloads
 from .errors import InvalidArguments
 
 __all__ = [
@@ -262,8 +262,7 @@ class MiniLMEmbedder:
     def load(self) -> None:
         if self._model is not None:
             return
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        forbid_model_downloads()
         try:
             from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found, unused-ignore]  # the minilm extra: absent or installed
         except ImportError:

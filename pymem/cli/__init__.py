@@ -10,7 +10,7 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="pymem")
+@click.version_option(package_name="pymem-pg")
 def main() -> None:
     """pymem: long-term memory for AI agents, in Postgres.
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -55,12 +54,34 @@ def workshop(module: str, command: str) -> Any:
         raise PymemCommandError(f"{command} {WORKSHOP_HINT}", exit_code=2) from None
 
 
+def command_settings() -> Settings:
+    """The settings of the command being run: built from the environment once per command."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return Settings.from_env()
+    meta = ctx.find_root().meta
+    if "pymem.settings" not in meta:
+        meta["pymem.settings"] = Settings.from_env()
+    return cast(Settings, meta["pymem.settings"])
+
+
+def from_settings(name: str) -> Callable[[], str | None]:
+    """An option's default: the variable `name` of the command's settings (None when unset)."""
+    def default() -> str | None:
+        try:
+            return command_settings().value(name) or None
+        except PymemError as exc:
+            raise click.UsageError(str(exc)) from exc
+    return default
+
+
 def context_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--tenant/--actor/--adapter/--scope with PYMEM_* defaults; passes `ctx: Context`."""
 
-    @click.option("--tenant", envvar="PYMEM_TENANT", help="Tenant to act for [env: PYMEM_TENANT] (required).")
-    @click.option("--actor", envvar="PYMEM_ACTOR", help="Acting user or agent id [env: PYMEM_ACTOR].")
-    @click.option("--adapter", envvar="PYMEM_ADAPTER",
+    @click.option("--tenant", default=from_settings("PYMEM_TENANT"),
+                  help="Tenant to act for [env: PYMEM_TENANT] (required).")
+    @click.option("--actor", default=from_settings("PYMEM_ACTOR"), help="Acting user or agent id [env: PYMEM_ACTOR].")
+    @click.option("--adapter", default=from_settings("PYMEM_ADAPTER"),
                   help="Source adapter (agent CLI) writing; unset = operator [env: PYMEM_ADAPTER].")
     @click.option("--scope", "scope_pairs", multiple=True, metavar="AXIS=VALUE",
                   help="Scope axis, repeatable [env: PYMEM_SCOPE, comma-separated].")
@@ -77,8 +98,9 @@ def build_context(tenant: str | None, actor: str | None, adapter: str | None,
                   scope_pairs: tuple[str, ...] | list[str]) -> Context:
     if not tenant:
         raise click.UsageError("a tenant is required: pass --tenant or set PYMEM_TENANT")
-    pairs = list(scope_pairs) or ([os.environ["PYMEM_SCOPE"]] if os.environ.get("PYMEM_SCOPE") else [])
     try:
+        default_scope = command_settings().context_scope
+        pairs = list(scope_pairs) or ([default_scope] if default_scope else [])
         return Context(tenant=tenant, actor=actor or None, adapter=adapter or None, scope=parse_scope_pairs(pairs))
     except PymemError as exc:
         raise click.UsageError(str(exc)) from exc
@@ -96,7 +118,7 @@ json_lines_option = click.option("--json", "as_json", is_flag=True, help=JSON_LI
 def open_store() -> Store:
     """Open the store from the environment (embedded when PYMEM_DSN is unset)."""
     try:
-        return Store.open(Settings.from_env())
+        return Store.open(command_settings())
     except PymemError:
         raise
     except Exception as exc:  # a driver or server failure we did not anticipate

@@ -5,14 +5,13 @@ They need the `server` extra (pip install 'pymem-pg[server]'); without it they s
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
 from .. import Context
-from .common import PymemCommandError, context_options, handle_errors
+from .common import PymemCommandError, command_settings, context_options, from_settings, handle_errors
 
 
 def _service(name: str) -> Any:
@@ -109,8 +108,8 @@ def mcp_command(ctx: Context) -> None:
 @click.command("token")
 @click.option("--ttl", type=click.IntRange(1, 366 * 86400), default=3600, show_default=True,
               help="Seconds the token is valid.")
-@click.option("--audience", envvar="PYMEM_JWT_AUDIENCE", help="aud claim [env: PYMEM_JWT_AUDIENCE].")
-@click.option("--issuer", envvar="PYMEM_JWT_ISSUER", help="iss claim [env: PYMEM_JWT_ISSUER].")
+@click.option("--audience", default=from_settings("PYMEM_JWT_AUDIENCE"), help="aud claim [env: PYMEM_JWT_AUDIENCE].")
+@click.option("--issuer", default=from_settings("PYMEM_JWT_ISSUER"), help="iss claim [env: PYMEM_JWT_ISSUER].")
 @click.option("--private-key", "private_key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Sign with this PEM private key (RS256 or EdDSA) instead of PYMEM_JWT_KEY.")
 @context_options
@@ -128,7 +127,7 @@ def token_command(ttl: int, audience: str | None, issuer: str | None, private_ke
     if private_key is not None:
         key: Any = private_key.read_bytes()
     else:
-        key = os.environ.get("PYMEM_JWT_KEY", "")
+        key = command_settings().jwt_key
         if not key:
             raise click.UsageError("set PYMEM_JWT_KEY (the service's HS256 key) or pass --private-key")
     token = _service("mint_token")(key, tenant=ctx.tenant, actor=ctx.actor, adapter=ctx.adapter,

@@ -12,7 +12,7 @@ import click
 
 from .. import PymemError
 from ..integrity import anchor_store, audit_chain
-from .common import PymemCommandError, echo_json, json_option, open_store
+from .common import PymemCommandError, echo_json, from_settings, json_option, open_store
 
 if TYPE_CHECKING:
     from ..integrity import CheckpointReport, ReceiptAudit, VerifyReport
@@ -59,7 +59,7 @@ def _print_checkpoints(report: CheckpointReport) -> None:
 
 
 @click.command()
-@click.option("--tenant", envvar="PYMEM_TENANT",
+@click.option("--tenant", default=from_settings("PYMEM_TENANT"),
               help="Verify only this tenant [env: PYMEM_TENANT]; default: every tenant (needs pymem_auditor).")
 @click.option("--checkpoints", "checkpoints", metavar="PATH",
               help="Also check that the chain extends every signed checkpoint in PATH (see `pymem anchor`).")
@@ -125,7 +125,7 @@ def verify(tenant: str | None, checkpoints: str | None, public_key: Path | None,
 @click.command()
 @click.option("--checkpoints", "checkpoints", required=True, metavar="PATH",
               help="Where to append the signed checkpoints: a file (JSON lines) or SCHEME:TARGET of a sink.")
-@click.option("--tenant", envvar="PYMEM_TENANT",
+@click.option("--tenant", default=from_settings("PYMEM_TENANT"),
               help="Anchor only this tenant [env: PYMEM_TENANT]; default: every tenant (administrative login).")
 @json_option
 def anchor(checkpoints: str, tenant: str | None, as_json: bool) -> None:

@@ -2,8 +2,8 @@
 
 A page's `python` blocks run in order in one namespace (a later block may use what an earlier one
 defined), its `console` blocks as shell sessions (each `$ ` line a command; the lines after it are
-its output, not checked). A block preceded by `<!-- not-run: REASON -->` is shown, not run; the
-reason is required and the tests list how few there are.
+its output, not checked). A block preceded by `<!-- not-run: REASON -->` is one the tests would
+not run: they fail on it, naming it and its reason (every example runs).
 """
 
 from __future__ import annotations

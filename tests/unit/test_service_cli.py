@@ -35,6 +35,19 @@ def test_token_prints_a_token_the_service_accepts():
     assert (ctx.tenant, ctx.actor, ctx.adapter, dict(ctx.scope)) == ("acme", "alice", "codex", {"project": "x"})
 
 
+def test_token_takes_its_scope_from_pymem_scope_unless_scope_is_given():
+    base = ["token", "--tenant", "acme", "--actor", "alice", "--ttl", "120"]
+    verifier = TokenVerifier.hs256(KEY)
+    from_env = run(base, PYMEM_JWT_KEY=KEY, PYMEM_SCOPE="project=x,team=y")
+    assert from_env.exit_code == 0, from_env.output
+    assert dict(verifier.verify(from_env.output.strip()).scope) == {"project": "x", "team": "y"}
+    given = run([*base, "--scope", "project=z"], PYMEM_JWT_KEY=KEY, PYMEM_SCOPE="project=x,team=y")
+    assert given.exit_code == 0, given.output
+    assert dict(verifier.verify(given.output.strip()).scope) == {"project": "z"}
+    bad = run(base, PYMEM_JWT_KEY=KEY, PYMEM_SCOPE="no-equals-sign")
+    assert bad.exit_code == 2 and bad.output.strip() != "" and "Traceback" not in bad.output
+
+
 @pytest.mark.parametrize("args,env,message", [
     (["token", "--tenant", "acme", "--actor", "alice"], {}, "PYMEM_JWT_KEY"),
     (["token", "--tenant", "acme"], {"PYMEM_JWT_KEY": KEY}, "an actor is required"),
