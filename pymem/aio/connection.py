@@ -59,8 +59,14 @@ class BridgedConnection(psycopg.Connection[Any]):
         return _LoopLock(async_of(self).lock)
 
     @property
-    def cursor_factory(self) -> Any:  # type: ignore[override]
-        return psycopg.Cursor
+    def cursor_factory(self) -> Any:
+        return getattr(self, "_pymem_sync_cursor_factory", psycopg.Cursor)
+
+    @cursor_factory.setter
+    def cursor_factory(self, factory: Any) -> None:
+        # pymem.telemetry.tracing.instrument sets a traced (sync) cursor class; it is kept under a
+        # name of its own, since the async connection's cursor_factory must stay an async one.
+        self._pymem_sync_cursor_factory = factory
 
     @property
     def server_cursor_factory(self) -> Any:  # type: ignore[override]
