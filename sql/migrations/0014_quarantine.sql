@@ -12,6 +12,12 @@
 --   pymem.memories as its writer wrote it (memory.insert) and chains quarantine.released; a
 --   rejection chains quarantine.rejected. Either way the held copy loses its content, record and
 --   embedding (the hash stays), so the note lives in one place at most.
+-- * A held note keeps its writer's ttl (checked against the tenant's maximum when held; the
+--   released memory expires ttl after the release) and subject key (as the person's pseudonym, like
+--   memories.subject); who held and who decided it are kept as pseudonyms, as the ledger keeps
+--   actors. pymem.erase_actor (migration 0013) reaches the quarantine: the notes the person wrote or
+--   that are about them lose what they said (erased_at; a held one is rejected), and a memory
+--   released from a note they wrote is deleted with the rest of what they wrote.
 
 set role pymem_owner;
 
