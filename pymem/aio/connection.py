@@ -33,6 +33,8 @@ RV = TypeVar("RV")
 _TWIN = "_pymem_bridged"
 #: Where the twin finds its async connection.
 _ASYNC = "_pymem_async"
+#: Where the twin keeps its sync cursor class, when one was set (tracing).
+_CURSOR = "_pymem_bridged_cursor_factory"
 
 
 class _LoopLock:
@@ -59,8 +61,14 @@ class BridgedConnection(psycopg.Connection[Any]):
         return _LoopLock(async_of(self).lock)
 
     @property
-    def cursor_factory(self) -> Any:  # type: ignore[override]
-        return psycopg.Cursor
+    def cursor_factory(self) -> Any:
+        return self.__dict__.get(_CURSOR, psycopg.Cursor)
+
+    @cursor_factory.setter
+    def cursor_factory(self, value: Any) -> None:
+        # A sync cursor class (the traced one, pymem.telemetry.tracing) for this twin's cursors,
+        # kept apart from the async connection's own, which shares this object's attributes.
+        self.__dict__[_CURSOR] = value
 
     @property
     def server_cursor_factory(self) -> Any:  # type: ignore[override]
