@@ -141,6 +141,11 @@ def test_postgres_keeps_a_held_note_out_of_every_read_and_from_its_writer(store,
         (pgerr.InsufficientPrivilege, "select pymem.reject_quarantined('q1', 'hide the evidence')"),
         (pgerr.InsufficientPrivilege, "update pymem.quarantine set status = 'released'"),
         (pgerr.InsufficientPrivilege, "delete from pymem.quarantine"),
+        # the erasure marker and who held a note are the database's, never the writer's
+        (pgerr.InsufficientPrivilege, "update pymem.quarantine set erased_at = now()"),
+        (pgerr.InsufficientPrivilege,
+         "insert into pymem.quarantine (tenant_id, id, origin, source_adapter, provenance, reason, held_by, erased_at)"
+         " values ('acme', 'q9', 'user_asserted', 'codex', '{}', 'r', 'someone else', now())"),
     ]
     # (A login that writes memories by raw SQL goes around the write gate altogether, held note or
     # not: what the database guarantees is that no read path returns a held note.)
