@@ -520,11 +520,11 @@ select m.id from pymem.memories m
 -- ============================================================================================
 
 -- name: hold_note --
--- Hold a note the gate was unsure of (tenant, id, scope, kind, content, record, embedding, tags, importance, confidence, origin, adapter, provenance, injection source, policy fingerprint, embedder, reason, name, score, piece digest); returns its content hash
+-- Hold a note the gate was unsure of (tenant, id, scope, kind, content, record, embedding, tags, importance, confidence, origin, adapter, provenance, injection source, policy fingerprint, embedder, ttl, subject, reason, name, score, piece digest); returns when it was held
 insert into pymem.quarantine as q (tenant_id, id, scope, kind, content, record, embedding, tags, importance, confidence,
                                    origin, source_adapter, provenance, injection_source, policy_fingerprint, embedder,
-                                   reason, signature, score, piece_digest)
-values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                                   ttl, subject, reason, signature, score, piece_digest)
+values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 returning q.held_at
 
 -- name: held_event_seq --
@@ -532,20 +532,22 @@ returning q.held_at
 select max(l.seq) from pymem.ledger l where l.tenant_id = %s and l.memory_id = %s and l.event = 'quarantine.held'
 
 -- name: quarantined_notes --
--- The quarantined notes this context may read, in one status or any (tenant, status or NULL, limit), oldest first; with content
+-- The quarantined notes this context may read, in one status or any (tenant, status or NULL, limit), oldest first; with content, who held and decided them named as the audit views name actors
 select q.id, q.status, q.reason, q.signature, q.score, q.piece_digest, q.origin, q.source_adapter, q.scope, q.kind,
-       q.content, q.tags, q.confidence, q.provenance, q.policy_fingerprint, q.held_at, q.held_by, q.decided_at,
-       q.decided_by, q.decision_reason
+       q.content, q.tags, q.confidence, q.provenance, q.policy_fingerprint, q.ttl, q.subject, q.held_at,
+       pymem._actor_name(q.tenant_id, q.held_by) as held_by, q.decided_at,
+       pymem._actor_name(q.tenant_id, q.decided_by) as decided_by, q.decision_reason, q.erased_at
   from pymem.quarantine q
  where q.tenant_id = %s and (%s::text is null or q.status = %s::text)
  order by q.held_at, q.hold_id
  limit %s
 
 -- name: quarantined_note --
--- The latest hold of an id this context may read (tenant, id); with content
+-- The latest hold of an id this context may read (tenant, id); with content, who held and decided it named as the audit views name actors
 select q.id, q.status, q.reason, q.signature, q.score, q.piece_digest, q.origin, q.source_adapter, q.scope, q.kind,
-       q.content, q.tags, q.confidence, q.provenance, q.policy_fingerprint, q.held_at, q.held_by, q.decided_at,
-       q.decided_by, q.decision_reason
+       q.content, q.tags, q.confidence, q.provenance, q.policy_fingerprint, q.ttl, q.subject, q.held_at,
+       pymem._actor_name(q.tenant_id, q.held_by) as held_by, q.decided_at,
+       pymem._actor_name(q.tenant_id, q.decided_by) as decided_by, q.decision_reason, q.erased_at
   from pymem.quarantine q
  where q.tenant_id = %s and q.id = %s
  order by q.hold_id desc

@@ -126,14 +126,16 @@ def hold(memories: Memories, row: Mapping[str, Any], decision: Decision, *,
 
 def hold_row(conn: psycopg.Connection, ctx: Context, row: MemoryRow, decision: Decision) -> int | None:
     """Write one checked row into pymem.quarantine on `conn` (whose transaction carries `ctx`);
-    returns the seq of its quarantine.held event. For writers that build their own rows (the
+    returns the seq of its quarantine.held event. The row's ttl and subject are held with it (the
+    database keeps the subject's pseudonym and refuses a ttl above the tenant's maximum); released,
+    the memory expires ttl after the release. For writers that build their own rows (the
     LangGraph store); `hold` is this for a gate's row."""
     assert decision.held, "only a held decision is written to the quarantine"
     params = (ctx.tenant, row.id, Jsonb(row.scope), row.kind, row.content,
               Jsonb(row.record) if row.record is not None else None,
               Vector(row.embedding) if row.embedding is not None else None, row.tags,
               row.importance, row.confidence, row.origin, ctx.adapter,
-              Jsonb(row.provenance), row.injection_source, row.policy_fingerprint, row.embedder,
+              Jsonb(row.provenance), row.injection_source, row.policy_fingerprint, row.embedder, row.ttl, row.subject,
               decision.reason[:MAX_DECISION_REASON], decision.signature, decision.score, decision.piece_digest)
     try:
         with conn.transaction():  # a savepoint: a refused id leaves the caller's transaction usable
@@ -148,7 +150,11 @@ def hold_row(conn: psycopg.Connection, ctx: Context, row: MemoryRow, decision: D
 @dataclass(frozen=True)
 class QuarantinedNote:
     """One held (or decided) note, as an operator reviews it: its reason, name and score, the
-    provenance the gate stamped, and its content while it is held (None once decided)."""
+    provenance the gate stamped, and its content while it is held (None once decided). `ttl` is
+    the writer's (None: the tenant's default, from the release on), `subject` the pseudonym of the
+    person it is about; `held_by` and `decided_by` name the actors as the audit views do (their
+    pseudonym once that person was erased). `erased_at` is set when pymem.erase_actor erased the
+    person who wrote it or whom it is about: its content, tags and provenance details are gone."""
 
     id: str
     status: str
@@ -165,17 +171,21 @@ class QuarantinedNote:
     confidence: float | None
     provenance: dict[str, Any]
     policy_fingerprint: str | None
+    ttl: _dt.timedelta | None
+    subject: str | None
     held_at: _dt.datetime
     held_by: str | None
     decided_at: _dt.datetime | None
     decided_by: str | None
     decision_reason: str | None
+    erased_at: _dt.datetime | None
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        for key in ("held_at", "decided_at"):
+        for key in ("held_at", "decided_at", "erased_at"):
             value = out[key]
             out[key] = value.isoformat() if value is not None else None
+        out["ttl"] = self.ttl.total_seconds() if self.ttl is not None else None
         return out
 
 

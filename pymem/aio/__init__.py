@@ -10,9 +10,10 @@
 
 `Store` mirrors `pymem.Store`, its `bind` gives `Memories`, whose storage verbs (upsert_many,
 search, get, get_many, list_chunks, delete_many, add, get_row, health) are coroutines; the
-module's functions are the library's verbs (admit, recall, deliver, sessions, supersede and erase,
-lessons, shared facts) awaited. Each runs the sync verb's own code, so its arguments, results,
-errors and transaction are the same; `conn=` joins a caller's `psycopg.AsyncConnection`.
+module's functions are the library's verbs (admit and the quarantine's verbs, recall, deliver,
+sessions, supersede and erase, lessons, shared facts) awaited. Each runs the sync verb's own code,
+so its arguments, results, errors and transaction are the same; `conn=` joins a caller's
+`psycopg.AsyncConnection`.
 Needs the `async` extra (the greenlet package): pip install 'pymem-pg[async]'.
 """
 
@@ -25,11 +26,15 @@ from .verbs import (
     erase,
     erase_session,
     file_lesson,
+    get_quarantined,
     lessons_for_task,
     list_lessons,
+    list_quarantined,
     list_sessions,
     publish,
     recall,
+    reject_quarantined,
+    release_quarantined,
     start_session,
     subscribe,
     supersede,
@@ -39,7 +44,8 @@ __all__ = [
     # opening the store, binding a context
     "Store", "Memories", "AsyncConn", "OffLoopEmbedder",
     # the library's verbs, awaited
-    "admit", "recall", "deliver", "start_session", "end_session", "supersede", "erase", "erase_session",
+    "admit", "list_quarantined", "get_quarantined", "release_quarantined", "reject_quarantined",
+    "recall", "deliver", "start_session", "end_session", "supersede", "erase", "erase_session",
     "list_sessions", "file_lesson", "list_lessons", "lessons_for_task", "deliver_with_lessons", "publish",
     "subscribe",
 ]

@@ -33,6 +33,8 @@ RV = TypeVar("RV")
 _TWIN = "_pymem_bridged"
 #: Where the twin finds its async connection.
 _ASYNC = "_pymem_async"
+#: Where the twin keeps its sync cursor class, when one was set (tracing).
+_CURSOR = "_pymem_bridged_cursor_factory"
 
 
 class _LoopLock:
@@ -60,13 +62,13 @@ class BridgedConnection(psycopg.Connection[Any]):
 
     @property
     def cursor_factory(self) -> Any:
-        return getattr(self, "_pymem_sync_cursor_factory", psycopg.Cursor)
+        return self.__dict__.get(_CURSOR, psycopg.Cursor)
 
     @cursor_factory.setter
-    def cursor_factory(self, factory: Any) -> None:
-        # pymem.telemetry.tracing.instrument sets a traced (sync) cursor class; it is kept under a
-        # name of its own, since the async connection's cursor_factory must stay an async one.
-        self._pymem_sync_cursor_factory = factory
+    def cursor_factory(self, value: Any) -> None:
+        # A sync cursor class (the traced one, pymem.telemetry.tracing) for this twin's cursors,
+        # kept apart from the async connection's own, which shares this object's attributes.
+        self.__dict__[_CURSOR] = value
 
     @property
     def server_cursor_factory(self) -> Any:  # type: ignore[override]

@@ -1,5 +1,5 @@
-"""The library's verbs on a bound `pymem.aio.Memories`, as coroutines: admitting, recalling and
-delivering, sessions, supersession and erasure, lessons and shared facts.
+"""The library's verbs on a bound `pymem.aio.Memories`, as coroutines: admitting (and deciding the
+notes the gate held), recalling and delivering, sessions, supersession and erasure, lessons and shared facts.
 
 Each is the sync verb of the same name with the same arguments, defaults, results and typed
 errors, run on the bridge (pymem.bridge): its own code, SQL and transaction, its waits for the
@@ -19,6 +19,11 @@ from .. import bridge
 from ..admission.gate import admit as admit_
 from ..admission.policy import AdmissionPolicy
 from ..admission.provenance import Provenance
+from ..admission.quarantine import QuarantinedNote
+from ..admission.quarantine import get_quarantined as get_quarantined_
+from ..admission.quarantine import list_quarantined as list_quarantined_
+from ..admission.quarantine import reject_quarantined as reject_quarantined_
+from ..admission.quarantine import release_quarantined as release_quarantined_
 from ..admission.trust import AdapterTrustPolicy
 from ..delivery.deliver import Delivery
 from ..delivery.deliver import deliver as deliver_
@@ -46,7 +51,8 @@ from ..recall import RecallResult
 from ..recall import recall as recall_
 from .store import AsyncConn, Memories, sync_conn, sync_memories
 
-__all__ = ["admit", "recall", "deliver", "start_session", "end_session", "supersede", "erase", "erase_session",
+__all__ = ["admit", "list_quarantined", "get_quarantined", "release_quarantined", "reject_quarantined",
+           "recall", "deliver", "start_session", "end_session", "supersede", "erase", "erase_session",
            "list_sessions", "file_lesson", "list_lessons", "lessons_for_task", "deliver_with_lessons", "publish",
            "subscribe"]
 
@@ -54,10 +60,35 @@ __all__ = ["admit", "recall", "deliver", "start_session", "end_session", "supers
 async def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Provenance | Mapping[str, Any], *,
                 policy: AdmissionPolicy | None = None, embedder: Embedder | None = None,
                 ttl: float | timedelta | None = None, subject: str | None = None,
-                conn: AsyncConn | None = None) -> dict[str, Any]:
+                conn: AsyncConn | None = None, hold: bool = True) -> dict[str, Any]:
     """`pymem.admit`, awaited."""
     return await bridge.run(admit_, sync_memories(memories), record, provenance, policy=policy, embedder=embedder,
-                            ttl=ttl, subject=subject, conn=sync_conn(conn))
+                            ttl=ttl, subject=subject, conn=sync_conn(conn), hold=hold)
+
+
+async def list_quarantined(memories: Memories, *, status: str | None = "held", limit: int = 100,
+                           conn: AsyncConn | None = None) -> list[QuarantinedNote]:
+    """`pymem.admission.list_quarantined`, awaited."""
+    return await bridge.run(list_quarantined_, sync_memories(memories), status=status, limit=limit,
+                            conn=sync_conn(conn))
+
+
+async def get_quarantined(memories: Memories, note_id: str, *,
+                          conn: AsyncConn | None = None) -> QuarantinedNote | None:
+    """`pymem.admission.get_quarantined`, awaited."""
+    return await bridge.run(get_quarantined_, sync_memories(memories), note_id, conn=sync_conn(conn))
+
+
+async def release_quarantined(memories: Memories, note_id: str, reason: str, *,
+                              conn: AsyncConn | None = None) -> int:
+    """`pymem.admission.release_quarantined`, awaited."""
+    return await bridge.run(release_quarantined_, sync_memories(memories), note_id, reason, conn=sync_conn(conn))
+
+
+async def reject_quarantined(memories: Memories, note_id: str, reason: str, *,
+                             conn: AsyncConn | None = None) -> int:
+    """`pymem.admission.reject_quarantined`, awaited."""
+    return await bridge.run(reject_quarantined_, sync_memories(memories), note_id, reason, conn=sync_conn(conn))
 
 
 async def recall(memories: Memories, query: str | Sequence[float], *, top_k: int = 5,

@@ -130,7 +130,11 @@ QUARANTINED_NOTE: Schema = {
                    "score": nullable({"type": "number"}), "origin": {"enum": list(ORIGINS)},
                    "source_adapter": nullable({"type": "string"}), "content": nullable({"type": "string"}),
                    "provenance": OBJECT, "held_at": {"type": "string"}, "decided_at": nullable({"type": "string"}),
-                   "decision_reason": nullable({"type": "string"})},
+                   "decision_reason": nullable({"type": "string"}),
+                   "ttl": nullable({"type": "number", "description": "the writer's ttl in seconds (null: the "
+                                    "tenant's default); the released memory expires this long after the release"}),
+                   "erased_at": nullable({"type": "string", "description": "when erasing the person who wrote "
+                                          "it or whom it is about emptied it"})},
     "description": "a note the write gate held, with its reason and score (its content while held)"}
 QUARANTINE_DECIDED: Schema = {"type": "object", "required": ["id", "status", "seq"],
                               "properties": {"id": {"type": "string"},

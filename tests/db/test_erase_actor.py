@@ -19,6 +19,7 @@ from helpers.database import AGENT_LOGIN, STRANGER_LOGIN, bind_login, login_dsn,
 from psycopg.types.json import Jsonb
 
 from pymem import AdmissionPolicy, Context, Provenance, admit, migrate
+from pymem.admission.quarantine import get_quarantined, reject_quarantined, release_quarantined
 from pymem.embedder import LexicalEmbedder
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError
 from pymem.integrity.erasure import erase_actor
@@ -251,3 +252,57 @@ def test_a_ledger_written_before_pseudonyms_is_converted_and_erased_cleanly(serv
     finally:
         with psycopg.connect(server_dsn, autocommit=True) as conn:
             conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+#: Every note this policy judges is held for review (its quarantine band starts near 0).
+HOLD_ALL = AdmissionPolicy().with_quarantine(0.000001)
+
+
+def _held(memories, note_id, text, **retention):
+    out = admit(memories, {"id": note_id, "content": text, "tags": [MARK]}, Provenance("user_asserted", source=MARK),
+                policy=HOLD_ALL, embedder=EMBEDDER, **retention)
+    assert out.admission.decision == "quarantined"
+
+
+def test_erasure_reaches_the_quarantine_held_decided_and_released_notes(acme, database):
+    """What the person wrote that waits for review (or was reviewed), and what was held about them,
+    keeps neither their id nor what they wrote; a memory released from the quarantine that they
+    wrote is erased like any other they wrote; the chain still verifies."""
+    store, ops, _, _ = acme
+    alice_agent = store.bind(Context(tenant="acme", actor=ALICE, adapter="codex"))
+    _held(alice_agent, "held-by-alice", f"{MARK} waits for review")
+    _held(alice_agent, "released-alice", f"{MARK} was released")
+    _held(alice_agent, "rejected-alice", f"{MARK} was rejected")
+    _held(ops, "held-about-alice", f"{MARK} about her", subject=ALICE)
+    bob_held = store.bind(Context(tenant="acme", actor="bob@example.com", adapter="codex"))
+    admit(bob_held, {"id": "held-bob", "content": "bob's note waits"}, Provenance("user_asserted"),
+          policy=HOLD_ALL, embedder=EMBEDDER)
+    release_quarantined(ops, "released-alice", "checked")
+    reject_quarantined(ops, "rejected-alice", "not needed")
+    assert ops.get("released-alice") is not None
+    # only the link table (and idempotency records, which are deleted) may name her
+    assert {t for t, _ in traces(database.admin_dsn, ALICE)} == {"actor_pseudonyms", "idempotency_keys"}
+    verified(store, database)
+
+    done = erase_actor(ops, ALICE, "data subject request 2026-119")
+    assert done.memories == 5  # the four of the fixture and the one released from the quarantine
+    assert traces(database.admin_dsn, ALICE, MARK) == []
+    assert ops.get("released-alice") is None
+    with database.admin() as conn:
+        rows = {r[0]: r[1:] for r in conn.execute(
+            "select id, status, content, record, embedding, erased_at is not null, decision_reason"
+            " from pymem.quarantine")}
+        erased = conn.execute("select details from pymem.ledger where event = 'actor.erased'").fetchone()[0]
+    for note_id in ("held-by-alice", "held-about-alice"):
+        assert rows[note_id] == ("rejected", None, None, None, True, "data subject request 2026-119")
+    assert rows["released-alice"][:5] == ("released", None, None, None, True)
+    assert rows["rejected-alice"][:5] == ("rejected", None, None, None, True)
+    assert rows["held-bob"][:2] == ("held", "bob's note waits") and rows["held-bob"][4] is False
+    assert erased["quarantined"] == 4
+    assert get_quarantined(bob_held, "held-bob").content == "bob's note waits"
+    with pytest.raises(InvalidArguments, match="already rejected"):
+        release_quarantined(ops, "held-by-alice", "too late")
+    verified(store, database)
+    again = erase_actor(ops, ALICE, "again")
+    assert again.memories == 0
+    verified(store, database)

@@ -416,3 +416,38 @@ def test_the_poisoning_corpus_through_the_database_gate(store, database):
                                " and event = 'admission.refused'").fetchone()[0]
     assert not [text for _, text in PAYLOADS if text in details]
     assert chain_is_clean(store, "replay")
+
+
+# -- the quarantine, on both surfaces ---------------------------------------------------------
+
+HOLD_ALL = AdmissionPolicy().with_quarantine(0.000001)
+DOUBTFUL = "Initech says its payout account changed to DE89 3704 0044 0532 0130 00 last week."
+
+
+def test_a_held_note_is_listed_released_and_rejected_on_each_surface(store, database):
+    from datetime import timedelta
+
+    from helpers.flavours import get_quarantined, list_quarantined, reject_quarantined, release_quarantined
+
+    from pymem.admission import admission_of
+
+    writer = store.bind(Context(tenant="acme", actor="u1", adapter="codex"))
+    operator = store.bind(Context(tenant="acme", actor="ops"))
+    for note_id in ("q1", "q2"):
+        held = admit(writer, {"id": note_id, "content": DOUBTFUL}, Provenance("user_asserted"), policy=HOLD_ALL,
+                     embedder=EMBEDDER, ttl=120, subject="alice@example.com")
+        assert admission_of(held).decision == "quarantined"
+    kept = admit(writer, {"id": "q3", "content": DOUBTFUL}, Provenance("user_asserted"), policy=HOLD_ALL,
+                 embedder=EMBEDDER, hold=False)
+    assert admission_of(kept).decision == "admitted"
+    assert [(n.id, n.ttl, n.held_by) for n in list_quarantined(operator)] == [
+        ("q1", timedelta(seconds=120), "u1"), ("q2", timedelta(seconds=120), "u1")]
+    assert get_quarantined(operator, "q2").content == DOUBTFUL and get_quarantined(operator, "nope") is None
+    with pytest.raises(AccessDenied):
+        release_quarantined(writer, "q1", "I vouch for it")
+    release_quarantined(operator, "q1", "checked")
+    reject_quarantined(operator, "q2", "not from the customer")
+    assert [(n.id, n.status, n.decided_by) for n in list_quarantined(operator, status=None)] == [
+        ("q1", "released", "ops"), ("q2", "rejected", "ops")]
+    rows = admin_rows(database, "select id, ttl, coalesce(subject like 'p:%%', false) from pymem.memories order by id")
+    assert rows == [("q1", timedelta(seconds=120), True), ("q3", None, False)]

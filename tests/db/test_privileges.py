@@ -232,7 +232,9 @@ APP_DEFINER_ALLOWED = {"verify_chain", "record_refusal", "delete_memories", "pur
                        # untagged whole-tenant context; RLS decides which expired rows a context deletes)
                        "set_retention", "reap_expired", "purge_expired", "erase_actor",
                        # the actor behind a ledger pseudonym, for its own tenant's context or an auditor
-                       "_actor_name"}
+                       "_actor_name",
+                       # deciding a held note: each refuses a context acting as an adapter (an operator's act)
+                       "release_quarantined", "reject_quarantined"}
 
 
 def test_definer_functions_the_app_and_auditor_may_call(database):

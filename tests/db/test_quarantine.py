@@ -8,6 +8,7 @@ function or to release it into memory."""
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -27,6 +28,7 @@ from pymem.admission.quarantine import (
 )
 from pymem.errors import AccessDenied, InvalidArguments, MemoryAdmissionError, NotFound
 from pymem.integrity import verify_independently, verify_store
+from pymem.storage.retention import set_retention
 
 NOTE = "Initech says its payout account changed to DE89 3704 0044 0532 0130 00 last week."
 #: Every note this policy judges lands in the quarantine band (its edge is near 0): what is held
@@ -55,7 +57,10 @@ def test_a_doubtful_note_is_held_chained_and_stamped_not_stored(store, database)
         held = conn.execute("select status, source_adapter, origin, held_by, content, reason, score from "
                             "pymem.quarantine").fetchall()
         events = conn.execute("select seq, event, memory_id, details from pymem.ledger").fetchall()
-    assert held == [("held", "codex", "user_asserted", "u-1", NOTE, decision.reason, pytest.approx(decision.score))]
+        writer = conn.execute("select 'p:' || token from pymem.actor_pseudonyms where actor = 'u-1'").fetchone()[0]
+    # who held it is kept as the ledger keeps it, under the actor's pseudonym
+    assert held == [("held", "codex", "user_asserted", writer, NOTE, decision.reason, pytest.approx(decision.score))]
+    assert get_quarantined(acme, "q1").held_by == "u-1"  # named for the tenant's own context
     assert [(e[1], e[2]) for e in events] == [("quarantine.held", "q1")] and events[0][0] == decision.audit_seq
     assert events[0][3]["decision"] == "quarantined" and "DE89" not in str(events[0][3])
     assert verify_store(store, "acme").clean
@@ -136,6 +141,11 @@ def test_postgres_keeps_a_held_note_out_of_every_read_and_from_its_writer(store,
         (pgerr.InsufficientPrivilege, "select pymem.reject_quarantined('q1', 'hide the evidence')"),
         (pgerr.InsufficientPrivilege, "update pymem.quarantine set status = 'released'"),
         (pgerr.InsufficientPrivilege, "delete from pymem.quarantine"),
+        # the erasure marker and who held a note are the database's, never the writer's
+        (pgerr.InsufficientPrivilege, "update pymem.quarantine set erased_at = now()"),
+        (pgerr.InsufficientPrivilege,
+         "insert into pymem.quarantine (tenant_id, id, origin, source_adapter, provenance, reason, held_by, erased_at)"
+         " values ('acme', 'q9', 'user_asserted', 'codex', '{}', 'r', 'someone else', now())"),
     ]
     # (A login that writes memories by raw SQL goes around the write gate altogether, held note or
     # not: what the database guarantees is that no read path returns a held note.)
@@ -177,8 +187,11 @@ def test_an_operator_releases_a_held_note_into_memory_as_its_writer_wrote_it(sto
                                                                                    ["payments"])
     assert row["provenance"] == held["provenance"] and row["confidence"] == held["confidence"]
     with database.admin() as conn:
-        events = conn.execute("select seq, event, actor, details ->> 'reason' from pymem.ledger order by seq").fetchall()
-        left = conn.execute("select status, content, decided_by, decision_reason from pymem.quarantine").fetchone()
+        # (the ledger and the quarantine keep actors as pseudonyms; the audit views' resolution names them)
+        events = conn.execute("select seq, event, pymem._actor_name(tenant_id, actor), details ->> 'reason'"
+                              " from pymem.ledger order by seq").fetchall()
+        left = conn.execute("select status, content, pymem._actor_name(tenant_id, decided_by), decision_reason"
+                            " from pymem.quarantine").fetchone()
     assert [(e[1], e[2]) for e in events] == [("quarantine.held", "agent-1"), ("memory.insert", "ops-1"),
                                               ("quarantine.released", "ops-1")]
     assert events[-1][0] == seq and events[-1][3] == "checked with finance: the account change is real"
@@ -226,3 +239,81 @@ def test_a_held_id_is_taken_and_a_taken_id_cannot_be_held(store):
     with pytest.raises(InvalidArguments, match="already exists"):
         _hold(acme)
     assert [n.id for n in list_quarantined(acme)] == ["q1"]
+
+
+ALICE = "alice@example.com"
+
+
+def test_a_held_note_keeps_its_writers_ttl_and_subject_and_its_release_applies_them(store, database):
+    """A held note is written as its writer asked: released, it expires `ttl` after the release and
+    is about the same person (their pseudonym, never the id itself)."""
+    writer = store.bind(Context(tenant="acme", actor="agent-1", adapter="codex"))
+    out = admit(writer, {"id": "q1", "content": NOTE}, Provenance("user_asserted"), policy=HOLD_ALL,
+                embedder=EMBEDDER, ttl=60, subject=ALICE)
+    assert admission_of(out).decision == "quarantined"
+    with database.admin() as conn:
+        held_ttl, held_subject = conn.execute("select ttl, subject from pymem.quarantine").fetchone()
+        token = conn.execute("select token from pymem.actor_pseudonyms where actor = %s", (ALICE,)).fetchone()[0]
+        named = conn.execute("select count(*) from pymem.quarantine q where q::text ilike %s",
+                             (f"%{ALICE}%",)).fetchone()[0]
+    assert held_ttl == timedelta(seconds=60) and held_subject == f"p:{token}" and named == 0
+    assert get_quarantined(writer, "q1").ttl == timedelta(seconds=60)
+
+    operator = store.bind(Context(tenant="acme", actor="ops-1"))
+    release_quarantined(operator, "q1", "checked with finance")
+    with database.admin() as conn:
+        ttl, subject, expires_at, created_at = conn.execute(
+            "select ttl, subject, expires_at, created_at from pymem.memories where id = 'q1'").fetchone()
+        decided_at = conn.execute("select decided_at from pymem.quarantine").fetchone()[0]
+    assert ttl == timedelta(seconds=60) and subject == f"p:{token}"  # the same pseudonym, not one of it
+    assert created_at == decided_at and expires_at == decided_at + timedelta(seconds=60)
+    assert verify_store(store, "acme").clean
+
+
+def test_a_held_ttl_obeys_the_tenant_policy_at_the_hold_and_at_the_release(store, database):
+    operator = store.bind(Context(tenant="acme", actor="ops-1"))
+    writer = store.bind(Context(tenant="acme", actor="agent-1", adapter="codex"))
+    set_retention(operator, default_ttl=600, max_ttl=3600)
+    with database.admin() as conn:
+        before = conn.execute("select count(*) from pymem.ledger").fetchone()[0]
+    with pytest.raises(InvalidArguments, match="maximum"):
+        admit(writer, {"id": "q1", "content": NOTE}, Provenance("user_asserted"), policy=HOLD_ALL,
+              embedder=EMBEDDER, ttl=7200)
+    with database.admin() as conn:
+        assert conn.execute("select count(*) from pymem.quarantine").fetchone()[0] == 0
+        assert conn.execute("select count(*) from pymem.ledger").fetchone()[0] == before
+    _hold(writer, note_id="q1")  # no ttl: the tenant's default applies when it is released
+    admit(writer, {"id": "q2", "content": NOTE}, Provenance("user_asserted"), policy=HOLD_ALL, embedder=EMBEDDER,
+          ttl=3000)
+    set_retention(operator, default_ttl=600, max_ttl=1200)  # lowered while q2 waits: the release honours it
+    release_quarantined(operator, "q1", "fine")
+    release_quarantined(operator, "q2", "fine too")
+    with database.admin() as conn:
+        ttls = dict(conn.execute("select id, ttl from pymem.memories order by id").fetchall())
+    assert ttls == {"q1": timedelta(seconds=600), "q2": timedelta(seconds=1200)}
+
+
+def test_a_held_langgraph_put_carries_its_ttl(store, database):
+    from pymem.langgraph import PymemStore
+
+    agent = store.bind(Context(tenant="acme", actor="agent-1", adapter="codex"))
+    graph = PymemStore(agent, policy=HOLD_ALL, ttl={"default_ttl": 30})
+    graph.put(("notes",), "n1", {"text": NOTE}, ttl=5)
+    graph.put(("notes",), "n2", {"text": NOTE})
+    with database.admin() as conn:
+        held = conn.execute("select status, ttl from pymem.quarantine order by id").fetchall()
+    assert held == [("held", timedelta(minutes=5)), ("held", timedelta(minutes=30))]
+
+
+def test_who_held_and_decided_a_note_is_kept_as_a_pseudonym(store, database):
+    writer = store.bind(Context(tenant="acme", actor="agent-1", adapter="codex"))
+    _hold(writer)
+    operator = store.bind(Context(tenant="acme", actor="ops-1"))
+    reject_quarantined(operator, "q1", "not from the customer")
+    with database.admin() as conn:
+        held_by, decided_by = conn.execute("select held_by, decided_by from pymem.quarantine").fetchone()
+        links = dict(conn.execute("select actor, 'p:' || token from pymem.actor_pseudonyms").fetchall())
+    assert (held_by, decided_by) == (links["agent-1"], links["ops-1"])
+    # the tenant's own reviewer still reads who it was
+    note = get_quarantined(operator, "q1")
+    assert (note.held_by, note.decided_by) == ("agent-1", "ops-1")

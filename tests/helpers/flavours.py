@@ -24,6 +24,7 @@ from typing import Any
 
 import pymem
 from pymem import aio, bridge, db, delivery, facts, lessons
+from pymem.admission import quarantine
 from pymem.aio.connection import bridged
 
 FLAVOURS = ("sync", "async")
@@ -207,6 +208,10 @@ def either(sync_verb: Callable[..., Any], async_verb: Callable[..., Any]) -> Cal
 
 
 admit = either(pymem.admit, aio.admit)
+list_quarantined = either(quarantine.list_quarantined, aio.list_quarantined)
+get_quarantined = either(quarantine.get_quarantined, aio.get_quarantined)
+release_quarantined = either(quarantine.release_quarantined, aio.release_quarantined)
+reject_quarantined = either(quarantine.reject_quarantined, aio.reject_quarantined)
 recall = either(pymem.recall, aio.recall)
 deliver = either(pymem.deliver, aio.deliver)
 start_session = either(pymem.start_session, aio.start_session)

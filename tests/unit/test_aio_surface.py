@@ -10,9 +10,12 @@ import pytest
 
 import pymem
 from pymem import aio, delivery, facts, lessons
+from pymem.admission import quarantine
 
 TWINS = {
-    "admit": pymem.admit, "recall": pymem.recall, "deliver": pymem.deliver, "start_session": pymem.start_session,
+    "admit": pymem.admit, "list_quarantined": quarantine.list_quarantined,
+    "get_quarantined": quarantine.get_quarantined, "release_quarantined": quarantine.release_quarantined,
+    "reject_quarantined": quarantine.reject_quarantined, "recall": pymem.recall, "deliver": pymem.deliver, "start_session": pymem.start_session,
     "end_session": pymem.end_session, "supersede": pymem.supersede, "erase": pymem.erase,
     "erase_session": delivery.erase_session, "list_sessions": delivery.list_sessions,
     "file_lesson": lessons.file_lesson, "list_lessons": lessons.list_lessons,
