@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["VOCABULARY", "corrected", "corrections"]
+__all__ = ["VOCABULARY", "corrected", "corrections", "lookups"]
 
 #: The words whose misspellings are read back: the override vocabulary of the signatures.
 VOCABULARY = frozenset("""
@@ -54,6 +54,10 @@ above abase abate abuse aside
 
 _TOKEN = re.compile(r"[a-z]{5,}")
 _MIN_LEN = 5
+#: The longest word that can be within its allowed edits of a vocabulary word. A longer run of
+#: letters (a whitespace-free note is one run) is never looked up: its deletions would number
+#: about len**2 / 2 strings of its own length each, cubic in the run, for nothing.
+_MAX_LEN = max(len(w) for w in VOCABULARY) + 2
 
 
 def _deletes(word: str, distance: int) -> set[str]:
@@ -67,6 +71,15 @@ def _deletes(word: str, distance: int) -> set[str]:
         out |= nxt
         frontier = nxt
     return out
+
+
+def lookups(token: str) -> set[str]:
+    """The deletions of `token` to look up in the vocabulary's index: none for a token no
+    vocabulary word is within reach of (shorter than the shortest, longer than the longest plus
+    its allowed edits)."""
+    if not _MIN_LEN <= len(token) <= _MAX_LEN:
+        return set()
+    return _deletes(token, _allowed(len(token)))
 
 
 def _allowed(length: int) -> int:
@@ -106,7 +119,7 @@ def _correct(token: str) -> str | None:
     limit = _allowed(len(token))
     index = _index()
     best: tuple[int, str] | None = None
-    for d in _deletes(token, limit):
+    for d in lookups(token):
         for word in index.get(d, ()):
             dist = _distance(token, word, limit)
             if dist <= min(limit, _allowed(len(word))) and (best is None or (dist, word) < best):
