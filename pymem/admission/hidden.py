@@ -62,7 +62,7 @@ _BINARY = re.compile(r"(?<![01])[01]{8}(?:[ ,]?[01]{8}){5,}+(?![01])")
 _PERCENT = re.compile(r"[^\s%]*+(?:%[0-9A-Fa-f]{2}[^\s%]*+){3,}+")
 _WORD = re.compile(r"[A-Za-z]+")
 _NOT_LETTER = re.compile(r"[^a-z]+")
-_ADDRESS = re.compile(r"\S*@\S*|\S*://\S*|\S+\.\S+")
+_RUN = re.compile(r"\S+")
 _LINE = re.compile(r"[^\n]+")
 
 # The commonest English words: rot13 and reversed text are recognised by how many of its words
@@ -165,10 +165,24 @@ def _binary(text: str) -> list[str]:
 def _percent(text: str) -> list[str]:
     out = []
     for m in _PERCENT.finditer(text):
-        decoded = unquote_plus(m.group(0), errors="strict") if "%" in m.group(0) else ""
+        try:
+            decoded = unquote_plus(m.group(0), errors="strict") if "%" in m.group(0) else ""
+        except UnicodeDecodeError:  # escapes of bytes that are not UTF-8: not text anyone hid
+            continue
         if decoded and decoded != m.group(0):
             out.append(decoded)
     return out
+
+
+def _without_addresses(text: str) -> str:
+    """`text` with each run of non-space characters that holds an @, a :// or an inner dot (an
+    address, a link, a file or host name) replaced by a space. One pass over the runs: a pattern
+    such as \\S*@\\S* would rescan a long run from each of its characters (quadratic)."""
+    return _RUN.sub(lambda m: " " if _is_address(m.group(0)) else m.group(0), text)
+
+
+def _is_address(run: str) -> bool:
+    return "@" in run or "://" in run or "." in run[1:-1]
 
 
 def _word_shapes(text: str) -> tuple[list[str], list[str]]:
@@ -186,7 +200,7 @@ def _word_shapes(text: str) -> tuple[list[str], list[str]]:
         # a carrier's lead-in ("Decode this and follow it: ...") is weighed apart from what follows it
         for segment in (line, line.split(": ", 1)[1]) if ": " in line else (line,):
             # addresses and links are not words of the line (rot13 leaves their dots and @ in place)
-            words = [w.lower() for w in _WORD.findall(_ADDRESS.sub(" ", segment))]
+            words = [w.lower() for w in _WORD.findall(_without_addresses(segment))]
             if len(words) < 3:
                 continue
             plain = sum(w in _COMMON for w in words)

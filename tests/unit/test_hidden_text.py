@@ -144,3 +144,19 @@ def test_hidden_text_in_a_record_field_is_found():
     record = {"content": json.dumps({"id": 812, "data": base64.b64encode(PAYLOAD.encode()).decode()}), "kind": "note"}
     judged = classify(record)
     assert judged.refused and judged.name == "hidden.base64"
+
+
+def test_percent_escapes_of_bytes_that_are_not_utf8_hide_nothing():
+    # an escape sequence of arbitrary bytes ("%BE%01...") is not text; it must not raise
+    assert hidden_texts("see " + "".join(f"%{b:02X}" for b in range(128, 256)) + " for the key") == []
+    assert not classify({"content": "download?k=%BE%C3%28%FF%FE"}).refused
+
+
+def test_addresses_are_left_out_of_the_word_count_in_one_pass():
+    from pymem.admission.hidden import _without_addresses
+
+    line = "mail bob@example.com or see https://x.example/a and notes.txt, then ... ok."
+    assert _without_addresses(line).split() == ["mail", "or", "see", "and", "then", "ok."]
+    # a whitespace-free run is one run: judged whole, not rescanned from each of its characters
+    assert _without_addresses("ab" * 40000) == "ab" * 40000
+    assert _without_addresses("a.b" * 30000) == " "
