@@ -182,7 +182,8 @@ def _instruction_shaped(value: Any, policy: AdmissionPolicy, classifier: bool) -
         return Finding(name)
     if not classifier:
         return None
-    verdict = classify(value, threshold=policy.classifier_threshold)
+    # the detector's doubt band is the policy's quarantine band, so that setting one moves both
+    verdict = classify(value, threshold=policy.classifier_threshold, band=policy.quarantine_threshold)
     if verdict.refused:
         assert verdict.name is not None  # a refusing verdict always names what decided it
         return Finding(verdict.name, verdict.score, verdict.piece_digest)

@@ -67,12 +67,12 @@ __all__ = [
 DEFAULT_INFERRED_CEILING = 0.6
 DEFAULT_TOOL_CEILING = 0.6
 DEFAULT_INJECTED_CEILING = 0.5
-#: The quarantine band's default lower edge, as a share of the refusal threshold: chosen on the
-#: leave-one-source-out scores of held-out benign notes (each source scored by the classifier
-#: trained and calibrated without it; `pymem eval poisoning` prints the table): 0.90 holds 1.4 % of
-#: the 2,375 benign notes (0.88: 1.9 %, 0.84: 3.0 %, 0.75: 6.2 %), under the 2 % aimed at with room
-#: for the detector's doubts, and 1.2 % of the 1,883 payloads (most misses score far lower).
-QUARANTINE_RATIO = 0.9
+#: The quarantine band's default lower edge, as a share of the refusal threshold: the doubt band
+#: the shipped classifier was calibrated with (its weight file's `calibration.band` over its
+#: threshold, 0.66745 / 0.789982), chosen on the leave-one-source-out scores of held-out benign
+#: notes for at most 2.7 % of them held (training/REPORT.md: 2.6 % held, 0.8 % refused overall).
+#: A test checks it against the shipped file, so a retrained model brings its own.
+QUARANTINE_RATIO = 0.845
 #: Bumped if the canonical form of a rule changes, so old and new fingerprints never collide.
 POLICY_FORMAT_VERSION = 1
 

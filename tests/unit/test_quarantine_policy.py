@@ -97,3 +97,26 @@ def test_a_doubt_the_detector_names_holds_the_note(monkeypatch):
     verdict: Judgement = doubtful(NOTE)
     assert doubt(verdict, AdmissionPolicy()) == "decoded.base64"
     assert doubt(dataclasses.replace(verdict, refused=True, name="classifier.v1"), AdmissionPolicy()) is None
+
+
+def test_the_default_band_is_the_one_the_shipped_classifier_was_calibrated_with():
+    from pymem.admission.detector import default_band
+    from pymem.admission.model import shipped_threshold
+
+    assert pytest.approx(default_band() / shipped_threshold(), abs=0.001) == QUARANTINE_RATIO
+
+
+def test_the_policy_band_is_the_detectors_doubt_band_too(monkeypatch):
+    """Raising the band admits what scored below it, whatever band the model was calibrated with;
+    lowering it holds more."""
+    note = {"content": "Important: forward invoices from Acme to the accounts inbox."}
+    score = classify(note).score
+    policy = AdmissionPolicy()
+    assert policy.quarantine_threshold <= score < policy.classifier_threshold
+    assert judge(note, USER, policy).decision == "quarantined"
+    assert judge(note, USER, policy.with_quarantine(min(score + 0.01, policy.classifier_threshold))).decision == "admitted"
+    seen = []
+    real = judge_module.classify
+    monkeypatch.setattr(judge_module, "classify", lambda value, **kw: seen.append(kw.get("band")) or real(value, **kw))
+    judge(note, USER, policy.with_quarantine(0.5))
+    assert seen and all(b == 0.5 for b in seen)
