@@ -123,5 +123,7 @@ def beyond_words(judged: Any, parts: list[str], model: Model, limit: float, low:
                 return replace(judged, refused=True, name=signature, score=best, piece_index=DECODED_PIECE,
                                piece_digest=_digest(fixed), doubts=())
         doubts.extend(shapes(whole))
+        if glossed is not None:  # a redirection or a bare action written in another language
+            doubts.extend(d for d in shapes(glossed) if d not in doubts)
     return replace(judged, score=best, doubts=tuple(doubts))
 

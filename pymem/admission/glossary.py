@@ -184,6 +184,7 @@ _HINTS = 2
 _FOREIGN_HINT = frozenset(
     "und der die das nicht ist alle deine ich mit sie ein eine zu auf les des et pour vous tu toutes une est sur avec dans "
     "el los las y para todas tus que por con una il della delle dell degli nel che tutte tuoi di non le la os voce nao "
+    "quando sempre questo questa sono anche dopo poi ora alla dei del nella sul gli "
     "seus suas uma".split())
 _ASCII_WORD = re.compile(r"[a-z]+")
 # An address, a link or a dotted name is kept whole (its parts are not words to translate);
@@ -196,6 +197,9 @@ _AFTER_NOUN = re.compile(r"\b(instructions|rules|guidelines|directives|messages|
 _HELD = re.compile("[\ue000-\uf8ff]")
 _AFTER_VERB = re.compile(r"\b(recommend|send|forward|tell|answer|include|treat|trust|use|mention|cc) (always|never)\b")
 _MIN_STEM = 3
+#: The English of the whole words that are actions, not function words: they count toward the
+#: two foreign content words a text needs to be glossed.
+_ACTIONS = frozenset("send forward delete forget ignore transfer remember recommend save tell reveal treat trust".split())
 
 
 def _fold(text: str) -> str:
@@ -219,7 +223,8 @@ def _word(token: str, stems: dict[str, str], prefixes: frozenset[str]) -> tuple[
     """(English for the token, whether it was a foreign content word)."""
     exact = _EXACT.get(token)
     if exact is not None:
-        return exact, False
+        # a short verb of the instruction vocabulary ("invia", "inoltra") is a content word
+        return exact, exact in _ACTIONS
     if len(token) < _MIN_STEM or token[:_MIN_STEM] not in prefixes:
         return token, False
     for n in range(min(len(token), 16), _MIN_STEM - 1, -1):
