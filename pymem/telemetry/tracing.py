@@ -1,8 +1,8 @@
 """OpenTelemetry spans, when the `otel` extra (opentelemetry-api) is installed; nothing otherwise.
 
 `span("pymem.verb.recall", **attributes)` opens a span on the tracer named `pymem` of whatever
-tracer provider the application configured (none configured: OpenTelemetry's own no-op). Without
-the package it is a null context, and costs nothing. Attributes are names, kinds and outcomes:
+tracer provider the application configured. Without the package, or before the application sets
+a provider, it is a null context and costs next to nothing. Attributes are names, kinds and outcomes:
 a verb, a decision, an error code, a SQL operation; never content, arguments, ids or tenants.
 
 `instrument(conn)` gives a psycopg connection a cursor class whose `execute` and `executemany`
@@ -44,12 +44,21 @@ def _get_tracer() -> Any:
     return _tracer
 
 
+def _provider_set() -> bool:
+    """Whether the application has set a tracer provider: until it does, OpenTelemetry's own
+    would make a non-recording span, which costs several microseconds a statement for nothing
+    (a check of the global provider costs under one)."""
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 @contextlib.contextmanager
 def span(name: str, **attributes: str | int | float | bool) -> Iterator[Any]:
     """A span named `name` around the block (None without the extra). An exception leaving the
     block marks the span as an error, by the exception's type only (its message may hold content)."""
     tracer = _get_tracer()
-    if not tracer:
+    if not tracer or not _provider_set():
         yield None
         return
     from opentelemetry.trace import Status, StatusCode

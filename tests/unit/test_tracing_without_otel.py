@@ -63,3 +63,29 @@ def test_with_the_package_a_connection_gets_the_traced_cursor():
     assert conn.cursor_factory is not psycopg.Cursor and issubclass(conn.cursor_factory, psycopg.Cursor)
     assert tracing._operation("  select 1") == "select" and tracing._operation("(select 1) union all") == "select"
     assert tracing._operation(b"insert into x") == "insert" and tracing._operation(object()) == "statement"
+
+
+def test_with_the_package_but_no_provider_set_spans_are_null_until_one_is():
+    """OpenTelemetry installed but not configured: no span is made (a non-recording one would cost
+    microseconds per statement for nothing); once the application sets a provider, spans record."""
+    script = textwrap.dedent("""
+        from pymem.telemetry import tracing
+
+        if not tracing.tracing_available():
+            print("skip")
+            raise SystemExit(0)
+        with tracing.span("pymem.get", **{"pymem.verb": "get"}) as current:
+            assert current is None
+        try:
+            from opentelemetry import trace
+            from opentelemetry.sdk.trace import TracerProvider
+        except ImportError:
+            print("ok")
+            raise SystemExit(0)
+        trace.set_tracer_provider(TracerProvider())
+        with tracing.span("pymem.get", **{"pymem.verb": "get"}) as current:
+            assert current is not None and current.is_recording()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() in ("ok", "skip"), done.stderr
