@@ -88,7 +88,8 @@ def bench(rows: int, dims: int, queries: int | None, top_k: int, write_rows: int
 
     With --admission, instead: the write gate's content check on 400 ordinary notes of 50 to
     2,000 characters, as it was (signatures only) and as it is (signatures + the classifier),
-    p50/p99 per note side by side, and the ratio against the goal of at most 2x.
+    p50/p99 per note side by side, and the ratio against the goal (at most 3x at p50 for notes
+    of 200 to 500 characters).
 
     With --deliver, instead: one tenant with 300 memories and 12 sessions in a scratch database
     (pymem_bench_deliver), and --queries deliveries of one session's turns, as deliver and as
