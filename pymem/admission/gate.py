@@ -340,8 +340,9 @@ def admit(memories: Memories, record: Mapping[str, Any] | str, provenance: Prove
         check_ttl(ttl)
         check_subject(subject)
     screened = screen(memories, record, provenance, policy=policy, embedder=embedder, conn=conn, hold=hold)
+    row = {**screened.row, **retention}
     if screened.decision.held:
-        seq = hold_note(memories, {**screened.row, **retention}, screened.decision, conn=conn)
+        seq = hold_note(memories, row, screened.decision, conn=conn)
         return written(screened.record, screened.decision, seq)
-    memories.add([{**screened.row, **retention}], conn=conn)  # an existing id: InvalidArguments (storage.rows)
+    memories.add([row], conn=conn)  # an existing id: InvalidArguments (storage.rows)
     return written(screened.record, screened.decision)

@@ -20,6 +20,7 @@ from typing import Any
 __all__ = ["span", "tracing_available", "instrument", "set_outcome"]
 
 _tracer: Any = None
+_trace: Any = None  # the opentelemetry.trace module, once _get_tracer found it
 
 
 def tracing_available() -> bool:
@@ -32,7 +33,7 @@ def tracing_available() -> bool:
 
 
 def _get_tracer() -> Any:
-    global _tracer
+    global _tracer, _trace
     if _tracer is None:
         if not tracing_available():
             _tracer = False
@@ -41,16 +42,15 @@ def _get_tracer() -> Any:
 
             # a proxy tracer: it follows whichever provider the application sets, even later
             _tracer = trace.get_tracer("pymem")
+            _trace = trace
     return _tracer
 
 
 def _provider_set() -> bool:
     """Whether the application has set a tracer provider: until it does, OpenTelemetry's own
     would make a non-recording span, which costs several microseconds a statement for nothing
-    (a check of the global provider costs under one)."""
-    from opentelemetry import trace
-
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    (a check of the global provider costs under one). Called after _get_tracer found the package."""
+    return not isinstance(_trace.get_tracer_provider(), _trace.ProxyTracerProvider)
 
 
 @contextlib.contextmanager
