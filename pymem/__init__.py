@@ -14,8 +14,8 @@ caller catches. Everything else public lives in a documented subpackage, each wi
 - pymem.admin: login bindings, schema upgrades, the embedded server, database status, the
   signing key's registration, import and export.
 
-The memory service's names (SERVICE_NAMES: `serve`, `build_app`, `serve_mcp_stdio`, `mint_token`,
-`TokenVerifier`) need the `server` extra and load on first use, so `import pymem` never needs it.
+The memory service's names (SERVICE_NAMES: `serve`, `serve_inspector`, `build_app`, `serve_mcp_stdio`,
+`mint_token`, `TokenVerifier`) need the `server` extra and load on first use, so `import pymem` never needs it.
 `import pymem` loads no migration machinery (Alembic, SQLAlchemy) either: pymem.admin does, when
 a schema is upgraded.
 """
@@ -74,6 +74,7 @@ __all__ = [
 # name -> the module that holds it; loaded on first use (they need the `server` extra).
 SERVICE_NAMES = {
     "serve": "pymem.server.run",
+    "serve_inspector": "pymem.server.run",
     "build_app": "pymem.server.app",
     "serve_mcp_stdio": "pymem.mcp.stdio",
     "mint_token": "pymem.service.auth",

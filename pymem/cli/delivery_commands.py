@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+import pymem
+
 from .. import (
     Context,
     MemoryAdmissionError,
@@ -31,7 +33,18 @@ from ..delivery import (
 )
 from ..lessons import deliver_with_lessons
 from ..vocabulary import SURFACES
-from .common import context_options, echo_json, handle_errors, json_option, open_store, stderr, table
+from .common import (
+    PymemCommandError,
+    command_settings,
+    context_options,
+    echo_json,
+    from_settings,
+    handle_errors,
+    json_option,
+    open_store,
+    stderr,
+    table,
+)
 from .memory_commands import ORIGIN_CHOICE, _admitted_json, _embedder, _short, audit_group, report_refusal
 
 if TYPE_CHECKING:
@@ -297,12 +310,45 @@ def erase_command(memory_id: str, reason: str, ctx: Context, as_json: bool) -> N
     click.echo(f"erased {memory_id}; reason at ledger seq {seq}")
 
 
-@click.group("inspect")
-def inspect_group() -> None:
+@click.group("inspect", invoke_without_command=True)
+@click.option("--web", is_flag=True, help="Serve the inspector's web pages (at /inspector) until interrupted.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="With --web: the address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8090, show_default=True,
+              help="With --web: the port to listen on.")
+@click.option("--tenant", default=from_settings("PYMEM_TENANT"),
+              help="With --web: the tenant of the tokens it prints [env: PYMEM_TENANT].")
+@click.option("--actor", default=from_settings("PYMEM_ACTOR"),
+              help="With --web: the actor of the tokens it prints [env: PYMEM_ACTOR].")
+@click.option("--checkpoints", metavar="PATH", help="With --web: the signed checkpoints file to show (pymem anchor).")
+@click.pass_context
+@handle_errors
+def inspect_group(click_ctx: click.Context, web: bool, host: str, port: int, tenant: str | None, actor: str | None,
+                  checkpoints: str | None) -> None:
     """The memory inspector: what the tenant remembers, where each memory came from, where it went.
 
-    Example: pymem inspect memories --hot
+    With --web, its web pages on this machine's store (the embedded server without PYMEM_DSN):
+    memories with search and filters, each memory's provenance, supersession chain, ledger
+    history and turns; sessions and the block each turn received; the quarantine; refusals; the
+    chain's integrity. Tokens are verified with PYMEM_JWT_KEY (or PYMEM_JWT_PUBLIC_KEY); without
+    one, with a key made for this run. It prints an operator's and an auditor's token for
+    --tenant and --actor to sign in with.
+
+    Example: pymem inspect --web --tenant acme --actor alice --port 8090
     """
+    if click_ctx.invoked_subcommand is not None:
+        if web:
+            raise click.UsageError("--web serves the pages; it takes no subcommand")
+        return
+    if not web:
+        click.echo(click_ctx.get_help())
+        return
+    if not tenant or not actor:
+        raise click.UsageError("--web needs --tenant and --actor (or PYMEM_TENANT and PYMEM_ACTOR) for its tokens")
+    try:
+        serve_inspector = pymem.serve_inspector
+    except ImportError as exc:
+        raise PymemCommandError(str(exc), exit_code=2) from exc
+    serve_inspector(tenant, actor, host, port, settings=command_settings(), checkpoints=checkpoints)
 
 
 @inspect_group.command("memories")

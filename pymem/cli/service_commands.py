@@ -112,9 +112,13 @@ def mcp_command(ctx: Context) -> None:
 @click.option("--issuer", default=from_settings("PYMEM_JWT_ISSUER"), help="iss claim [env: PYMEM_JWT_ISSUER].")
 @click.option("--private-key", "private_key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Sign with this PEM private key (RS256 or EdDSA) instead of PYMEM_JWT_KEY.")
+@click.option("--role", type=click.Choice(["operator", "auditor"]), default=None,
+              help="The memory inspector's role claim: an auditor reads the audit views and no content "
+                   "[default: none, an operator's token when it names no adapter].")
 @context_options
 @handle_errors
-def token_command(ttl: int, audience: str | None, issuer: str | None, private_key: Path | None, ctx: Context) -> None:
+def token_command(ttl: int, audience: str | None, issuer: str | None, private_key: Path | None, role: str | None,
+                  ctx: Context) -> None:
     """Print a signed token for a trial: the context options become its claims.
 
     Signs with PYMEM_JWT_KEY (HS256), the service's own key, or with --private-key. For production,
@@ -131,7 +135,8 @@ def token_command(ttl: int, audience: str | None, issuer: str | None, private_ke
         if not key:
             raise click.UsageError("set PYMEM_JWT_KEY (the service's HS256 key) or pass --private-key")
     token = _service("mint_token")(key, tenant=ctx.tenant, actor=ctx.actor, adapter=ctx.adapter,
-                                   scope=dict(ctx.scope) or None, ttl=ttl, audience=audience, issuer=issuer)
+                                   scope=dict(ctx.scope) or None, ttl=ttl, audience=audience, issuer=issuer,
+                                   role=role)
     click.echo(token)
 
 

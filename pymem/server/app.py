@@ -10,6 +10,7 @@ Routes:
   GET  /metrics        the Prometheus text format of the process's counters, with `metrics=True` only
                        (pymem.server.metrics: no tenant data in any label, no token asked)
        /mcp            the MCP server (streamable HTTP), behind the same tokens
+       /inspector      the memory inspector's web pages (pymem.inspector), behind the same tokens
 
 Every /v1 call and every MCP request carries its own signed token (Authorization: Bearer); the
 verified claims are the Context of that call's transaction, and nothing in a body can change them.
@@ -35,12 +36,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ..admission import offload
 from ..config import Settings
 from ..context import Context
 from ..embedder import Embedder
+from ..inspector import build_inspector
 from ..mcp.server import build_mcp_server, identity_from_request
 from ..service.auth import TokenVerifier
 from ..service.limits import default_heavy_calls, default_per_tenant, service_settings
@@ -110,7 +112,7 @@ class _Runtime:
 def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None, settings: Settings | None = None,
               embedder: Embedder | None = None, max_body: int = DEFAULT_MAX_BODY, host: str = "127.0.0.1",
               pool_size: int = 10, per_tenant: int | None = None, probe_interval: float = PROBE_INTERVAL,
-              heavy_calls: int | None = None, metrics: bool = False) -> Starlette:
+              heavy_calls: int | None = None, metrics: bool = False, checkpoints: str | None = None) -> Starlette:
     """The service's ASGI app.
 
     `store`: an open store to serve (kept open at shutdown); else one is opened from `settings`
@@ -123,7 +125,8 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
     quarter of the pool; 0: no limit). `heavy_calls`: the most heavy calls (many records, long
     texts) run at once among all tenants (default half the cores; 0: no bound).
     `probe_interval`: seconds between readiness probes. `metrics`: serve GET /metrics (off by
-    default: it takes no token, so expose it only where the scraper reaches it).
+    default: it takes no token, so expose it only where the scraper reaches it). `checkpoints`:
+    the signed checkpoints file (`pymem anchor`) the inspector's integrity page shows.
     """
     if tokens is None:
         source = settings if settings is not None else store.settings if store is not None else Settings.from_env()
@@ -203,6 +206,8 @@ def build_app(store: Store | None = None, *, tokens: TokenVerifier | None = None
         Route("/readyz", readyz, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/mcp", mcp_app),  # the SDK's app routes /mcp itself and checks the token on every request
+        Mount("/inspector", app=build_inspector(lambda: runtime.get().store, tokens, checkpoints=checkpoints,
+                                                embedder_of=lambda: runtime.get().embedder)),
     ]
     middleware = [Middleware(AccessLog)]
     if metrics:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 
 from ..config import Settings
 from ..errors import InvalidArguments
@@ -12,7 +13,7 @@ from ..telemetry import JsonFormatter
 from .app import build_app
 from .requests import DEFAULT_MAX_BODY
 
-__all__ = ["serve", "configure_logging", "LOG_FORMATS"]
+__all__ = ["serve", "serve_inspector", "configure_logging", "LOG_FORMATS"]
 
 #: What `--log-format` takes.
 LOG_FORMATS = ("text", "json")
@@ -48,3 +49,48 @@ def serve(host: str = "127.0.0.1", port: int = 8080, *, settings: Settings | Non
                     heavy_calls=heavy_calls, metrics=metrics)
     uvicorn.run(app, host=host, port=port, log_config=None, log_level=log_level, access_log=False,
                 server_header=False, proxy_headers=False)
+
+
+def serve_inspector(tenant: str, actor: str, host: str = "127.0.0.1", port: int = 8090, *,
+                    settings: Settings | None = None, checkpoints: str | None = None, log_level: str = "info",
+                    ttl: int = 8 * 3600, announce: Callable[[str], None] = print) -> None:
+    """The memory inspector alone (`pymem inspect --web`), for a local trial: on the store the
+    settings name (the embedded server without PYMEM_DSN), at http://host:port/inspector.
+
+    Tokens are verified with PYMEM_JWT_KEY or PYMEM_JWT_PUBLIC_KEY when set; without either, with
+    a key made for this process only. With a secret key (either), an operator's and an auditor's
+    token for `tenant` and `actor` are announced, to paste into the sign-in form."""
+    import secrets
+
+    import uvicorn
+
+    from ..inspector import inspector_app
+    from ..service.auth import TokenVerifier, mint_token
+    from ..storage.store import Store
+    from .access import AccessLog
+
+    configure_logging("text", log_level)
+    settings = settings or Settings.from_env()
+    env = settings.environ
+    if env.get("PYMEM_JWT_KEY") or env.get("PYMEM_JWT_PUBLIC_KEY"):
+        tokens = TokenVerifier.from_env(env)
+        secret = env.get("PYMEM_JWT_KEY") or None
+    else:
+        secret = secrets.token_urlsafe(48)
+        tokens = TokenVerifier.hs256(secret)
+    store = Store.open(settings, pool_size=4)
+    try:
+        app = inspector_app(store, tokens, checkpoints=checkpoints)
+        app.add_middleware(AccessLog)
+        announce(f"the inspector: http://{host}:{port}/inspector/")
+        if secret is not None:
+            for role in ("operator", "auditor"):
+                token = mint_token(secret, tenant=tenant, actor=actor, role=role, ttl=ttl,
+                                   audience=tokens.audience, issuer=tokens.issuer)
+                announce(f"{role} token for {tenant}: {token}")
+        else:
+            announce("sign in with a token your identity provider issued (PYMEM_JWT_PUBLIC_KEY verifies it)")
+        uvicorn.run(app, host=host, port=port, log_config=None, log_level=log_level, access_log=False,
+                    server_header=False, proxy_headers=False)
+    finally:
+        store.close()

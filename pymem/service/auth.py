@@ -9,7 +9,8 @@ Context are refused with Unauthenticated and a stable code.
 Claims: `tenant` and `actor` (required), `adapter` (optional: the agent acting), `scope` (optional:
 the authorised scope object), `read_adapters` (optional: the read allow-list), `exp` (required),
 `nbf`/`iat` (checked when present), `aud`/`iss` (checked when configured; a token naming an
-audience is refused by a service that has none). Nothing else in a request can say who acts.
+audience is refused by a service that has none), `role` (optional, read by the memory inspector
+only: `auditor` reads the audit views and no content). Nothing else in a request can say who acts.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..context import Context
 from ..errors import ContextError, InvalidArguments, Unauthenticated
 
 __all__ = ["TokenVerifier", "mint_token", "context_from_claims", "MIN_SECRET_BYTES", "MIN_RSA_BITS",
-           "LEEWAY_SECONDS", "IDENTITY_CLAIMS"]
+           "LEEWAY_SECONDS", "IDENTITY_CLAIMS", "ROLES"]
 
 #: An HS256 secret shorter than the hash (RFC 7518, section 3.2) is refused.
 MIN_SECRET_BYTES = 32
@@ -41,6 +42,8 @@ LEEWAY_SECONDS = 30
 #: The claims that make the Context; the same names are refused anywhere in a request body.
 IDENTITY_CLAIMS = ("tenant", "actor", "adapter", "scope", "read_adapters")
 DEFAULT_TTL = 3600
+#: The values of the optional `role` claim (the memory inspector's; absent means operator).
+ROLES = ("operator", "auditor")
 
 
 def _secret(value: str | bytes, what: str = "PYMEM_JWT_KEY") -> bytes:
@@ -209,12 +212,13 @@ class TokenVerifier:
 def mint_token(key: Any, *, tenant: str, actor: str, adapter: str | None = None,
                scope: Mapping[str, str] | None = None, read_adapters: list[str] | None = None,
                ttl: int = DEFAULT_TTL, audience: str | None = None, issuer: str | None = None,
-               not_before: int | None = None, now: int | None = None) -> str:
+               not_before: int | None = None, now: int | None = None, role: str | None = None) -> str:
     """A signed token for one context, valid `ttl` seconds from now.
 
     `key`: the HS256 secret (PYMEM_JWT_KEY), or a PEM private key (text, or a key object) for
-    RS256/EdDSA. The claims are checked as the service will check them, so a token that mints is
-    a token the service accepts (until it expires).
+    RS256/EdDSA. `role`: the inspector's role claim (operator or auditor). The claims are checked
+    as the service will check them, so a token that mints is a token the service accepts (until it
+    expires).
     """
     if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= 366 * 86400:
         raise InvalidArguments("ttl must be a whole number of seconds between 1 and 366 days")
@@ -233,6 +237,10 @@ def mint_token(key: Any, *, tenant: str, actor: str, adapter: str | None = None,
         claims["iss"] = issuer
     if not_before is not None:
         claims["nbf"] = not_before
+    if role is not None:
+        if role not in ROLES:
+            raise InvalidArguments(f"role must be one of {', '.join(ROLES)}")
+        claims["role"] = role
     try:
         context_from_claims(claims)
     except Unauthenticated as exc:
