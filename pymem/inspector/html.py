@@ -113,7 +113,8 @@ th,td{border:1px solid #d5d9e0;padding:.3em .55em;text-align:left;vertical-align
 th{background:#eef1f5}caption{text-align:left;font-weight:600;padding:.2em 0}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:600}dd{margin:0}
 pre{background:#f0f2f5;padding:.6em;white-space:pre-wrap;word-break:break-word}
-form{background:#fff;border:1px solid #d5d9e0;padding:.4em .9em;margin:.6em 0;display:inline-block;min-width:24em}
+form{background:#fff;border:1px solid #d5d9e0;padding:.4em .9em;margin:.6em .6em .6em 0;display:inline-block;
+     vertical-align:top;min-width:24em}
 form.filters{display:block}form.filters p{display:inline-block;margin:.3em 1em .3em 0}
 form.inline{background:none;border:0;min-width:0;padding:0;margin:0}form.inline p{margin:0}
 a:focus,button:focus,input:focus,select:focus,textarea:focus{outline:3px solid #f5a623;outline-offset:1px}

@@ -177,10 +177,12 @@ def memory_page(site: Site, viewer: Viewer, path: Mapping[str, str], q: Mapping[
                          if m.session_id else None),
                         ("hot", "yes" if m.hot else "no"), ("confidence", m.confidence), ("revision", m.revision),
                         ("created", m.created_at), ("valid from", m.valid_from),
-                        ("superseded at (as_of before it still finds it)", m.invalidated_at)])
-    chain = table(([link(href(site.base, "memories", cid), cid) if cid != memory_id else Html(f"<b>{esc(cid)}</b>"),
-                    by, at] for cid, by, at in _chain(mem, memory_id)),
-                  ["memory", "superseded by", "superseded at"], caption="Supersession chain")
+                        ("superseded at", m.invalidated_at)])
+    here = Html(f"<b>{esc(memory_id)}</b>")
+    chain: str = table(([link(href(site.base, "memories", cid), cid) if cid != memory_id else here, by, at]
+                        for cid, by, at in _chain(mem, memory_id)),
+                       ["memory", "superseded by", "superseded at"], caption="Supersession chain")
+    chain += Html("<p>A recall <code>as_of</code> a time before a memory was superseded still finds it.</p>")
     body = (facts + "<h2>Content</h2>" + pre(m.text or "") + "<h2>Record</h2>" + pre(record)
             + "<h2>Provenance</h2>" + pre(m.provenance or {}) + chain + _history_table(events)
             + _injections_of(site, mem, memory_id, m))
@@ -320,7 +322,9 @@ def quarantine_page(site: Site, viewer: Viewer, path: Mapping[str, str], q: Mapp
         body += f'<section aria-label="note {esc(n.id)}"><h2>Note {esc(n.id)}</h2>{facts}'
         if viewer.operator:
             body += pre(n.content) if n.content is not None else "<p class=empty>(content gone)</p>"
-            if n.status == "held":
+            if n.status == "held" and n.held_by == viewer.ctx.actor:
+                body += "<p>You wrote this note: another operator releases or rejects it.</p>"
+            elif n.status == "held":
                 for verb, label in (("release", "Release"), ("reject", "Reject")):
                     body += form(f"{site.base}/actions/{verb}", [
                         field("reason", "Reason (kept in the ledger)", required=True, ident=f"{verb}-{n.id}")],
