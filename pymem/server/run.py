@@ -53,7 +53,7 @@ def serve(host: str = "127.0.0.1", port: int = 8080, *, settings: Settings | Non
 
 def serve_inspector(tenant: str, actor: str, host: str = "127.0.0.1", port: int = 8090, *,
                     settings: Settings | None = None, checkpoints: str | None = None, log_level: str = "info",
-                    ttl: int = 8 * 3600, announce: Callable[[str], None] = print) -> None:
+                    ttl: int = 8 * 3600, announce: Callable[[str], None] | None = None) -> None:
     """The memory inspector alone (`pymem inspect --web`), for a local trial: on the store the
     settings name (the embedded server without PYMEM_DSN), at http://host:port/inspector.
 
@@ -70,6 +70,7 @@ def serve_inspector(tenant: str, actor: str, host: str = "127.0.0.1", port: int 
     from .access import AccessLog
 
     configure_logging("text", log_level)
+    say = announce or (lambda line: print(line, flush=True))
     settings = settings or Settings.from_env()
     env = settings.environ
     if env.get("PYMEM_JWT_KEY") or env.get("PYMEM_JWT_PUBLIC_KEY"):
@@ -82,14 +83,14 @@ def serve_inspector(tenant: str, actor: str, host: str = "127.0.0.1", port: int 
     try:
         app = inspector_app(store, tokens, checkpoints=checkpoints)
         app.add_middleware(AccessLog)
-        announce(f"the inspector: http://{host}:{port}/inspector/")
+        say(f"the inspector: http://{host}:{port}/inspector/")
         if secret is not None:
             for role in ("operator", "auditor"):
                 token = mint_token(secret, tenant=tenant, actor=actor, role=role, ttl=ttl,
                                    audience=tokens.audience, issuer=tokens.issuer)
-                announce(f"{role} token for {tenant}: {token}")
+                say(f"{role} token for {tenant}: {token}")
         else:
-            announce("sign in with a token your identity provider issued (PYMEM_JWT_PUBLIC_KEY verifies it)")
+            say("sign in with a token your identity provider issued (PYMEM_JWT_PUBLIC_KEY verifies it)")
         uvicorn.run(app, host=host, port=port, log_config=None, log_level=log_level, access_log=False,
                     server_header=False, proxy_headers=False)
     finally:

@@ -43,6 +43,9 @@ PLANTED = [
     ("pymem/mcp/server.py", "from .. import client", "Layers"),
     ("pymem/cli/service_commands.py", "from ..server import app", "The CLI imports only the public surface"),
     ("pymem/service/verbs.py", "from .. import admin", "Layers"),
+    ("pymem/inspector/pages.py", "from ..server import app", "Layers"),
+    ("pymem/inspector/pages.py", "from ..mcp import server", "Layers"),
+    ("pymem/service/verbs.py", "from .. import inspector", "Layers"),
 ]
 
 

@@ -164,11 +164,20 @@ def test_a_minted_token_verifies_and_carries_the_claims():
     assert claims["exp"] - claims["iat"] == 60
 
 
+def test_a_minted_role_is_a_claim_the_service_ignores():
+    aud = dict(audience="pymem-test", issuer="https://issuer.test")
+    tok = mint_token(KEY, tenant="acme", actor="audrey", role="auditor", ttl=60, **aud)
+    assert VERIFIER.claims(tok)["role"] == "auditor"
+    assert VERIFIER.verify(tok) == Context(tenant="acme", actor="audrey")
+    assert "role" not in VERIFIER.claims(mint_token(KEY, tenant="acme", actor="alice", ttl=60, **aud))
+
+
 @pytest.mark.parametrize("kwargs,match", [
     (dict(key="short"), "at least 32 bytes"),
     (dict(actor=""), "actor"),
     (dict(tenant="a\u200bb"), "tenant"),
     (dict(ttl=0), "ttl"),
+    (dict(role="admin"), "role"),
 ])
 def test_minting_refuses_what_the_service_would_refuse(kwargs, match):
     args = dict(key=KEY, tenant="acme", actor="alice")
