@@ -122,6 +122,7 @@ a:focus,button:focus,input:focus,select:focus,textarea:focus{outline:3px solid #
 .mark{font-weight:600;padding:0 .3em;border-radius:3px}.erased{background:#fde2e1}.superseded{background:#fff1c2}
 .error{background:#fde2e1;border:1px solid #e0a4a1;padding:.6em 1em}
 .ok{background:#def5e3;border:1px solid #9fd3ab;padding:.6em 1em}
+.warn{background:#fff1c2;border:1px solid #e2c56b;padding:.6em 1em}
 """
 
 NAV = (("memories", "Memories"), ("sessions", "Sessions"), ("quarantine", "Quarantine"), ("refusals", "Refusals"),

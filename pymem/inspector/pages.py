@@ -24,6 +24,7 @@ from ..integrity.checkpoints import Checkpoint, open_sink
 from ..integrity.reports import VerifyReport
 from ..storage.memories import Memories
 from ..vocabulary import ORIGINS
+from .blocks import Rerendered, rerender
 from .html import Html, definition, esc, field, form, href, link, pre, select, table, when
 from .identity import Viewer
 
@@ -274,31 +275,48 @@ def turn_page(site: Site, viewer: Viewer, path: Mapping[str, str], q: Mapping[st
                             ("tokens", f"{r.tokens} of {r.budget} ({r.counter})"), ("left out", r.truncated),
                             ("block sha256", Html(f"<code>{esc(r.block_sha256)}</code>")),
                             ("policy fingerprint", r.policy_fingerprint), ("tiers fingerprint", r.tiers_fingerprint)])
-        body += "<h2>The block, re-rendered from the recorded ids</h2>" + _block(site, viewer, mem, r)
+        again = rerender(mem, r)
+        body += _exact(viewer, again)
+        # the texts are in the block shown above when it matched; else each entry shows its own
+        body += "<h2>The block's sections, from the recorded ids</h2>" + _block(site, viewer, mem, r,
+                                                                                 texts=not again.matches)
     return f"Session {session_id}, turn {turn}", body
 
 
-def _entry(site: Site, viewer: Viewer, mem: Memories, memory_id: str) -> str:
+def _exact(viewer: Viewer, again: Rerendered) -> str:
+    if again.matches:
+        out = ('<p class=ok>Rendered again from the recorded ids, the block\'s sha256 is the recorded one: this is '
+               "byte for byte the block the turn received.</p>")
+    else:
+        out = (f"<p class=warn>Rendered again from the recorded ids, the block does not match the recorded sha256: "
+               f"{esc(again.why_not)}. The sections below are the recorded ids, each marked as it is now.</p>")
+    if viewer.operator and again.text is not None:
+        shown = "The block" if again.matches else "The block as it renders now"
+        out += f"<h2>{shown}</h2>" + pre(again.text)
+    return out
+
+
+def _entry(site: Site, viewer: Viewer, mem: Memories, memory_id: str, texts: bool) -> str:
     row = mem.get_row(memory_id)
     ref = link(href(site.base, "memories", memory_id), memory_id)
     if row is None:
         return f"<li>{ref} <span class=none>(not visible in this context)</span></li>"
     mark = _state_mark(row["superseded_by"], row["erased_at"] is not None)
     head = f"<li>{ref} · {esc(row['origin'])} · {mark}"
-    if viewer.operator and row["erased_at"] is None:
+    if texts and viewer.operator and row["erased_at"] is None:
         return head + pre(row["content"] or "") + "</li>"
     return head + "</li>"
 
 
-def _block(site: Site, viewer: Viewer, mem: Memories, r: Any) -> str:
+def _block(site: Site, viewer: Viewer, mem: Memories, r: Any, *, texts: bool) -> str:
     hot = set(r.hot_ids)
     lessons = set(r.lesson_ids)
     recalled = [i for i in r.memory_ids if i not in hot and i not in lessons]
     digest = "".join(f"<li>{link(href(site.base, 'sessions', s), s)}</li>" for s in r.digest_sessions)
     parts = [("Other sessions (digest)", digest),
-             ("Hot memories", "".join(_entry(site, viewer, mem, i) for i in r.hot_ids)),
+             ("Hot memories", "".join(_entry(site, viewer, mem, i, texts) for i in r.hot_ids)),
              ("Lessons", "".join(f"<li>lesson {esc(i)}</li>" for i in r.lesson_ids)),
-             ("Recalled memories", "".join(_entry(site, viewer, mem, i) for i in recalled))]
+             ("Recalled memories", "".join(_entry(site, viewer, mem, i, texts) for i in recalled))]
     return "".join(f"<h3>{esc(t)}</h3>" + (f"<ul>{items}</ul>" if items else "<p class=empty>(none)</p>")
                    for t, items in parts)
 

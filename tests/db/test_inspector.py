@@ -5,6 +5,7 @@ input answered with a typed error and nothing written."""
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 
@@ -87,6 +88,8 @@ def test_an_operator_sees_every_page_of_the_tenant_and_what_each_turn_received(c
     assert _shows(page, CURRENCY) and "memory.insert" in page and "/inspector/turn?session=s-1&amp;turn=0" in page
     turn = _get(client, "/inspector/turn?session=s-1&turn=0", tok).text
     assert _shows(turn, CURRENCY) and _shows(turn, NAME) and re.search(r"<code>[0-9a-f]{64}</code>", turn)
+    # rendered again from the recorded ids, the block is byte for byte the one the turn received
+    assert "byte for byte" in turn and html.escape(seeded.block) in turn
     quarantine = _get(client, "/inspector/quarantine", tok).text
     assert _shows(quarantine, HELD) and "Release" in quarantine
     refusals = _get(client, "/inspector/refusals", tok).text
@@ -117,6 +120,7 @@ def test_an_auditor_reads_the_audit_views_and_no_content(client, seeded, databas
     assert "memory.insert" in page and "turn 0" in page
     turn = _get(client, "/inspector/turn?session=s-1&turn=0", tok).text
     assert seeded.currency in turn and seeded.name in turn and re.search(r"<code>[0-9a-f]{64}</code>", turn)
+    assert "byte for byte" in turn  # the check, without the text
     before = events(database)
     for action, form in (("erase", {"id": seeded.currency, "reason": "audit"}),
                          ("release", {"id": seeded.held, "reason": "audit"}), ("verify", {})):
@@ -151,6 +155,8 @@ def test_each_action_is_a_ledger_event_and_the_chain_verifies(client, seeded, da
     assert "now supersedes" in page and seeded.currency in page  # the notice, and the chain
     old = client.get(f"/inspector/memories/{seeded.currency}").text
     assert f"superseded by {new_id}" in old
+    turn = client.get("/inspector/turn?session=s-1&turn=0").text  # a superseded memory keeps its text
+    assert "byte for byte" in turn and f"superseded by {new_id}" in turn
     r = client.post("/inspector/actions/erase", data={"id": seeded.name, "reason": "the user asked",
                                                       "form_token": form_token}, follow_redirects=False)
     assert r.status_code == 303
@@ -158,6 +164,7 @@ def test_each_action_is_a_ledger_event_and_the_chain_verifies(client, seeded, da
     assert "erased" in erased and not _shows(erased, NAME)
     turn = client.get("/inspector/turn?session=s-1&turn=0").text
     assert 'class="mark erased"' in turn and f"superseded by {new_id}" in turn
+    assert "does not match" in turn and "erased since" in turn and not _shows(turn, NAME)
     r = client.post("/inspector/actions/release", data={"id": seeded.held, "reason": "confirmed with finance",
                                                         "form_token": form_token}, follow_redirects=False)
     assert r.status_code == 303

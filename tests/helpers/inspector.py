@@ -33,6 +33,7 @@ class Seeded:
     globex: str     # the other tenant's
     held: str       # acme, held, written by the agent codex
     held_by_ops: str  # acme, held, written by the operator "ops"
+    block: str      # the text turn 0 of s-1 received
 
 
 def _remember(memories, text: str, session: str | None = None, tags: list[str] | None = None) -> str:
@@ -50,7 +51,7 @@ def seed(database) -> Seeded:
         start_session(acme, "s-1", "chat", first_message="Help with Initech's invoices")
         currency = _remember(acme, CURRENCY, session="s-1")
         name = _remember(acme, NAME, tags=["hot"])
-        deliver(acme, "s-1", "Which currency does Initech want its invoices in?", **DEFAULTS)
+        block = deliver(acme, "s-1", "Which currency does Initech want its invoices in?", **DEFAULTS).text
         with pytest.raises(MemoryAdmissionError):
             admit(acme.store.bind(Context(tenant="acme", actor="bot", adapter="codex")), REFUSED,
                   Provenance("user_asserted"), policy=POLICY, embedder=EMBEDDER)
@@ -60,7 +61,7 @@ def seed(database) -> Seeded:
         ops = held_store.bind(Context(tenant="acme", actor="ops"))
         by_ops = admit(ops, {"id": "q-ops", "content": HELD_BY_OPS}, Provenance("user_asserted"), embedder=EMBEDDER)
         assert held["id"] == "q-agent" and by_ops["id"] == "q-ops"
-        return Seeded(currency, name, globex, "q-agent", "q-ops")
+        return Seeded(currency, name, globex, "q-agent", "q-ops", block)
     finally:
         held_store.close()
         store.close()
