@@ -17,6 +17,7 @@ from ..admission.quarantine import get_quarantined, reject_quarantined, release_
 from ..delivery.supersession import erase, supersede
 from ..errors import AccessDenied, InvalidArguments
 from ..integrity.verify import verify_store
+from ..vocabulary import HOT_TAG
 from .html import href
 from .identity import Viewer
 from .pages import Site
@@ -44,8 +45,15 @@ def do_supersede(site: Site, viewer: Viewer, form: Mapping[str, Any]) -> tuple[s
     provenance = Provenance(origin=parse_origin(form.get("origin") or "operator"),
                             source=f"inspector:{viewer.ctx.actor}")
     mem = site.store.bind(viewer.ctx)
-    out = supersede(mem, old_id, content, provenance, embedder=site.store.text_embedder(site.embedder))
-    return href(site.base, "memories", str(out["id"])), f"{out['id']} now supersedes {old_id}"
+    record: dict[str, Any] = {"content": content}
+    hot, was_hot = bool(form.get("hot")), bool(form.get("was_hot"))
+    if hot != was_hot:  # the successor keeps the old tags unless the hot box changed
+        old = mem.get_row(old_id)
+        tags = [t for t in (old["tags"] or []) if t != HOT_TAG] if old is not None else []
+        record["tags"] = [*tags, HOT_TAG] if hot else tags
+    out = supersede(mem, old_id, record, provenance, embedder=site.store.text_embedder(site.embedder))
+    marked = {True: ", marked hot", False: ", no longer hot"}.get(hot) if hot != was_hot else ""
+    return href(site.base, "memories", str(out["id"])), f"{out['id']} now supersedes {old_id}{marked}"
 
 
 def do_erase(site: Site, viewer: Viewer, form: Mapping[str, Any]) -> tuple[str, str]:

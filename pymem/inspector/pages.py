@@ -188,15 +188,20 @@ def memory_page(site: Site, viewer: Viewer, path: Mapping[str, str], q: Mapping[
             + "<h2>Provenance</h2>" + pre(m.provenance or {}) + chain + _history_table(events)
             + _injections_of(site, mem, memory_id, m))
     if m.superseded_by is None:
-        body += "<h2>Actions</h2>" + _memory_actions(site, viewer, memory_id)
+        body += "<h2>Actions</h2>" + _memory_actions(site, viewer, m)
     return f"Memory {memory_id}", body
 
 
-def _memory_actions(site: Site, viewer: Viewer, memory_id: str) -> str:
+def _memory_actions(site: Site, viewer: Viewer, m: InspectedMemory) -> str:
+    memory_id = m.id
+    # Marking a memory hot (or no longer hot) is a supersession too: the operator writes the
+    # successor, with the origin they vouch for, rather than re-tagging an agent's row as their own.
     supersede = form(f"{site.base}/actions/supersede", [
-        field("content", "New text", textarea=True, required=True, ident="supersede-content"),
+        field("content", "New text", value=m.text or "", textarea=True, required=True, ident="supersede-content"),
         select("origin", "Its origin", ORIGINS, "operator", blank=None, ident="supersede-origin"),
-    ], "Supersede", viewer, hidden={"id": memory_id}, name="supersede")
+        field("hot", "Hot (delivered on every turn)", value="1" if m.hot else "", kind="checkbox",
+              ident="supersede-hot"),
+    ], "Supersede", viewer, hidden={"id": memory_id, "was_hot": "1" if m.hot else ""}, name="supersede")
     erase = form(f"{site.base}/actions/erase", [
         field("reason", "Reason (kept in the ledger)", required=True, ident="erase-reason"),
     ], "Erase", viewer, hidden={"id": memory_id}, name="erase")

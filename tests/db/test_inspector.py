@@ -266,3 +266,23 @@ def test_a_scoped_token_sees_only_its_scope(store, database):
         listed = _get(client, "/inspector/memories", tok).text
         assert mine in listed and other not in listed
         assert _get(client, f"/inspector/memories/{other}", tok).status_code == 404
+
+
+def test_marking_hot_and_clearing_it_are_supersessions_the_ledger_records(client, seeded, database):
+    auth = {"Authorization": f"Bearer {operator()}"}
+    r = client.post("/inspector/actions/supersede", data={"id": seeded.currency, "content": CURRENCY, "hot": "1"},
+                    headers=auth, follow_redirects=False)
+    assert r.status_code == 303, r.text[-500:]
+    hot_id = r.headers["location"].rsplit("/", 1)[1]
+    client.cookies.clear()  # the notice naming the new id is for the next page only
+    assert [e for e, m in events(database) if m == hot_id] == ["memory.insert", "hot.marked"]
+    assert hot_id in _get(client, "/inspector/memories?hot=1", operator()).text
+    page = _get(client, f"/inspector/memories/{hot_id}", operator()).text
+    assert 'name="was_hot" value="1"' in page and 'id="supersede-hot" name="hot" value="1" checked' in page
+    r = client.post("/inspector/actions/supersede", data={"id": seeded.name, "content": NAME, "was_hot": "1"},
+                    headers=auth, follow_redirects=False)
+    cleared = r.headers["location"].rsplit("/", 1)[1]
+    client.cookies.clear()
+    assert [e for e, m in events(database) if m == cleared] == ["memory.insert"]
+    listed = _get(client, "/inspector/memories?hot=1", operator()).text
+    assert hot_id in listed and cleared not in listed and seeded.name not in listed
