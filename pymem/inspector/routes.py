@@ -27,9 +27,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, Router
+from starlette.types import Receive, Scope, Send
 
 from ..embedder import Embedder
-from ..errors import InvalidArguments, Unauthenticated
+from ..errors import InvalidArguments, NotFound, Unauthenticated
 from ..service.auth import TokenVerifier, context_from_claims
 from ..service.failures import log_unexpected
 from ..service.wire import bounded_message, code_for, status_for
@@ -218,7 +219,11 @@ def build_inspector(store_of: Callable[[], Store], tokens: TokenVerifier, *, che
         page_route("/integrity", "integrity"),
         Route("/actions/{action}", act, methods=["POST"]),
     ]
-    return Router(routes=routes)
+    async def not_found(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        await failure(request, NotFound(f"no inspector page at {request.url.path[:200]!r}"))(scope, receive, send)
+
+    return Router(routes=routes, default=not_found)
 
 
 def inspector_app(store: Store, tokens: TokenVerifier, *, checkpoints: str | None = None,

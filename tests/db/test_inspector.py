@@ -237,6 +237,12 @@ def test_a_bad_query_is_a_clear_400(client, seeded, path):
     assert r.status_code == 400 and "invalid_arguments" in r.text
 
 
+def test_an_unknown_page_is_an_html_404_and_a_wrong_method_is_refused(client, seeded):
+    r = _get(client, "/inspector/nowhere", operator())
+    assert r.status_code == 404 and "not_found" in r.text and r.headers["content-type"].startswith("text/html")
+    assert client.get("/inspector/actions/erase").status_code == 405
+
+
 def test_without_a_token_the_page_asks_for_one_and_a_bad_token_is_refused(client, seeded):
     r = client.get("/inspector/memories")
     assert r.status_code == 401 and 'type="password"' in r.text
