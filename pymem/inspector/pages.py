@@ -12,18 +12,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..admission.quarantine import STATUSES, list_quarantined
+from ..admission.quarantine import STATUSES, QuarantinedNote, list_quarantined
 from ..delivery.injections import session_injections
 from ..delivery.inspector import InspectedMemory, inspect_memories, inspect_memory
 from ..delivery.sessions import list_sessions, recall_session
-from ..delivery.tiers import Tier
+from ..delivery.tiers import Tier, tier_of
 from ..embedder import Embedder
 from ..errors import AccessDenied, InvalidArguments, NotFound
 from ..integrity.audit import history, refusals
 from ..integrity.checkpoints import Checkpoint, open_sink
 from ..integrity.reports import VerifyReport
 from ..storage.memories import Memories
-from ..vocabulary import ORIGINS
+from ..vocabulary import HOT_TAG, ORIGINS
 from .blocks import Rerendered, rerender
 from .html import Html, definition, esc, field, form, href, link, pre, select, table, when
 from .identity import Viewer
@@ -33,8 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Site", "Page", "PAGES", "MEMORY_STATES"]
 
-#: What the memories page lists: live ones, live and superseded, superseded only.
-MEMORY_STATES = ("live", "with superseded", "superseded only")
+#: What the memories page lists: live ones, live and superseded, superseded only, the held notes.
+MEMORY_STATES = ("live", "with superseded", "superseded only", "quarantined")
 #: Most memories one listing reads before filtering.
 LIST_LIMIT = 1000
 
@@ -94,8 +94,13 @@ def memories_page(site: Site, viewer: Viewer, path: Mapping[str, str], q: Mappin
     for name, allowed in (("state", MEMORY_STATES), ("tier", [t.value for t in Tier]), ("origin", ORIGINS)):
         if _one(q, name) and _one(q, name) not in allowed:
             raise InvalidArguments(f"{name} must be one of {', '.join(allowed)}")
-    rows = inspect_memories(_memories(site, viewer), session_id=_one(q, "session") or None,
-                            hot_only=bool(_one(q, "hot")), include_superseded=state != "live", limit=LIST_LIMIT)
+    if state == "quarantined":
+        rows = [_as_inspected(n) for n in list_quarantined(_memories(site, viewer), limit=1000)]
+        rows = [m for m in rows if not _one(q, "session") or m.session_id == _one(q, "session")]
+        rows = [m for m in rows if not _one(q, "hot") or m.hot]
+    else:
+        rows = inspect_memories(_memories(site, viewer), session_id=_one(q, "session") or None,
+                                hot_only=bool(_one(q, "hot")), include_superseded=state != "live", limit=LIST_LIMIT)
     found = [m for m in rows if _matches(m, q)]
     filters = form(f"{site.base}/memories", [
         field("text", "Text contains", value=_one(q, "text")),
@@ -107,14 +112,27 @@ def memories_page(site: Site, viewer: Viewer, path: Mapping[str, str], q: Mappin
         field("hot", "Hot only", value=_one(q, "hot"), kind="checkbox"),
         select("state", "Show", MEMORY_STATES, state, blank=None),
     ], "Filter", viewer, method="get", name="filters", cls="filters")
-    listed = table(([link(href(site.base, "memories", m.id), m.id), m.kind, m.tier, m.origin,
-                     m.source_adapter or "(operator)", m.session_id, "hot" if m.hot else "",
-                     _state_mark(m.superseded_by, False), when(m.created_at), _short(m.text)] for m in found),
+    held = state == "quarantined"
+    listed = table(([link(href(site.base, "quarantine") if held else href(site.base, "memories", m.id), m.id),
+                     m.kind, m.tier, m.origin, m.source_adapter or "(operator)", m.session_id, "hot" if m.hot else "",
+                     "held" if held else _state_mark(m.superseded_by, False), when(m.created_at), _short(m.text)]
+                    for m in found),
                    ["id", "kind", "tier", "origin", "adapter", "session", "hot", "state", "created", "text"],
                    caption=f"{len(found)} memories", empty="no memory matches")
-    other = (f"<p>Held notes are on the {link(site.base + '/quarantine', 'quarantine')} page; an erased memory's "
-             "ledger history stays on its own page (its content is gone).</p>")
+    other = (f"<p>Held notes are decided on the {link(site.base + '/quarantine', 'quarantine')} page; an erased "
+             "memory's ledger history stays on its own page (its content is gone).</p>")
     return "Memories", filters + listed + other
+
+
+def _as_inspected(n: QuarantinedNote) -> InspectedMemory:
+    """A held note in the shape of the memories list (it is not a memory until released)."""
+    session = n.provenance.get("session_id") if isinstance(n.provenance, dict) else None
+    return InspectedMemory(id=n.id, kind=n.kind, text=n.content, origin=n.origin,
+                           tier=tier_of(n.origin, n.provenance, source_adapter=n.source_adapter).value,
+                           session_id=session if isinstance(session, str) else None, hot=HOT_TAG in n.tags,
+                           source_adapter=n.source_adapter, confidence=n.confidence, created_at=n.held_at,
+                           valid_from=n.held_at, invalidated_at=None, superseded_by=None, revision=0,
+                           provenance=n.provenance)
 
 
 def _short(text: str | None, width: int = 80) -> str | None:

@@ -84,6 +84,8 @@ def test_an_operator_sees_every_page_of_the_tenant_and_what_each_turn_received(c
     assert seeded.name in _get(client, "/inspector/memories?hot=1", tok).text
     assert seeded.currency not in _get(client, "/inspector/memories?hot=1", tok).text
     assert seeded.currency in _get(client, "/inspector/memories?session=s-1&tier=user&origin=user_asserted", tok).text
+    held = _get(client, "/inspector/memories?state=quarantined&adapter=codex", tok).text
+    assert seeded.held in held and seeded.held_by_ops not in held and seeded.currency not in held
     page = _get(client, f"/inspector/memories/{seeded.currency}", tok).text
     assert _shows(page, CURRENCY) and "memory.insert" in page and "/inspector/turn?session=s-1&amp;turn=0" in page
     turn = _get(client, "/inspector/turn?session=s-1&turn=0", tok).text
