@@ -133,7 +133,8 @@ def page(title: str, body: str, base: str, viewer: Viewer | None, *, status_line
     """A whole page: the navigation (for a signed-in viewer), the title, an optional notice, the body."""
     nav = ""
     if viewer is not None:
-        links = " ".join(str(link(f"{base}/{path}", text)) for path, text in NAV)
+        links = " ".join(str(link(f"{base}/{path}", text)) for path, text in NAV
+                         if viewer.operator or path != "memories")  # the list is content: an operator's
         who = (f"{esc(viewer.ctx.actor or '?')} · {esc(viewer.role)} · tenant {esc(viewer.ctx.tenant)}")
         logout = form(f"{base}/logout", [], "Sign out", viewer, cls="inline")
         nav = f'<nav aria-label="pages">{links}</nav><span class=who>{who}</span>{logout}'

@@ -403,7 +403,8 @@ def integrity_page(site: Site, viewer: Viewer, path: Mapping[str, str], q: Mappi
         body = f"<p>Last verified by {esc(who)} in {report.seconds:.3f} s.</p>" + table(
             rows, ["tenant", "result", "ledger entries", "rows re-hashed", "head seq", "head hash", "bad seq",
                    "bad memory"], caption="Last verification")
-    body += form(f"{site.base}/actions/verify", [], "Verify now", viewer, name="verify")
+    if viewer.operator:
+        body += form(f"{site.base}/actions/verify", [], "Verify now", viewer, name="verify")
     if site.checkpoints:
         body += table(([c.seq, c.chain_hash, c.head_at, c.taken_at, "valid" if c.signature_ok() else "INVALID"]
                        for c in _checkpoints(site, tenant)),

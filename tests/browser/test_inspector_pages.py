@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers.inspector import CURRENCY, GLOBEX, HELD, NAME, app_for, events, operator, seed
+from helpers.inspector import CURRENCY, GLOBEX, HELD, NAME, app_for, auditor, events, operator, seed
 from helpers.service import running
 
 from pymem.integrity import verify_chain
@@ -132,3 +132,21 @@ def test_a_token_of_another_tenant_sees_none_of_the_pages(served, browser, datab
         page.goto(url + path)
         body = page.content()
         assert s.currency not in body and s.name not in body and HELD not in body and "s-1" not in body, path
+
+
+def test_an_auditor_sees_what_each_turn_received_by_id_and_hash_and_no_content(served, browser, screenshot,
+                                                                              database):
+    url, s = served
+    before = events(database)
+    page = browser.new_page()
+    _sign_in(page, url, auditor())
+    assert page.url.endswith("/inspector/sessions")
+    page.get_by_role("link", name="s-1").click()
+    page.get_by_role("link", name="turn 0").click()
+    page.wait_for_url("**/inspector/turn?session=s-1&turn=0")
+    text = page.locator("main").inner_text()
+    assert "byte for byte" in text and s.currency in text and s.name in text
+    assert CURRENCY not in page.content() and "Sam" not in page.content()
+    screenshot(page, "turn-auditor")
+    assert page.goto(f"{url}/inspector/memories").status == 403
+    assert events(database) == before

@@ -119,7 +119,9 @@ def test_an_auditor_reads_the_audit_views_and_no_content(client, seeded, databas
         assert r.status_code == 200, (path, r.text[-500:])
         assert not any(_shows(r.text, t) for t in CONTENT), path
     page = _get(client, f"/inspector/memories/{seeded.currency}", tok).text
-    assert "memory.insert" in page and "turn 0" in page
+    assert "memory.insert" in page and "turn 0" in page and "Supersede" not in page
+    assert "Verify now" not in _get(client, "/inspector/integrity", tok).text
+    assert "Release" not in _get(client, "/inspector/quarantine", tok).text
     turn = _get(client, "/inspector/turn?session=s-1&turn=0", tok).text
     assert seeded.currency in turn and seeded.name in turn and re.search(r"<code>[0-9a-f]{64}</code>", turn)
     assert "byte for byte" in turn  # the check, without the text
