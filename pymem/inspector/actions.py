@@ -20,7 +20,7 @@ from ..integrity.verify import verify_store
 from ..vocabulary import HOT_TAG
 from .html import href
 from .identity import Viewer
-from .pages import Site
+from .site import Site
 
 __all__ = ["ACTIONS", "Action"]
 
