@@ -39,7 +39,7 @@ def _sign_in(page, url: str, token: str, screenshot=None) -> None:
         page.keyboard.press("Enter")
 
 
-def test_an_operator_finds_follows_supersedes_erases_releases_and_verifies(served, browser, screenshot, database):
+def test_an_operator_finds_follows_supersedes_erases_releases_and_verifies(browser, served, screenshot, database):
     url, s = served
     page = browser.new_page()
     _sign_in(page, url, operator(), screenshot)
@@ -117,7 +117,7 @@ def test_an_operator_finds_follows_supersedes_erases_releases_and_verifies(serve
         assert all(t.problem is None for t in verify_chain(conn, "acme").tenants)
 
 
-def test_a_token_of_another_tenant_sees_none_of_the_pages(served, browser, database):
+def test_a_token_of_another_tenant_sees_none_of_the_pages(browser, served, database):
     url, s = served
     page = browser.new_page()
     _sign_in(page, url, operator(tenant="globex", actor="gina"))
@@ -134,7 +134,7 @@ def test_a_token_of_another_tenant_sees_none_of_the_pages(served, browser, datab
         assert s.currency not in body and s.name not in body and HELD not in body and "s-1" not in body, path
 
 
-def test_an_auditor_sees_what_each_turn_received_by_id_and_hash_and_no_content(served, browser, screenshot,
+def test_an_auditor_sees_what_each_turn_received_by_id_and_hash_and_no_content(browser, served, screenshot,
                                                                               database):
     url, s = served
     before = events(database)
