@@ -18,6 +18,7 @@ __all__ = [
     "Unauthenticated",
     "SchemaError",
     "ServerError",
+    "ClusterUnavailable",
     "Busy",
     "LockTimeout",
     "StatementTimeout",
@@ -86,6 +87,13 @@ class SchemaError(PymemError):
 
 class ServerError(PymemError):
     """The database cannot be reached or the embedded server cannot start."""
+
+    exit_code = 2
+
+
+class ClusterUnavailable(PymemError):
+    """The server has no Citus: a store can be distributed (`pymem db distribute`) only on a
+    Citus coordinator. Nothing was changed."""
 
     exit_code = 2
 

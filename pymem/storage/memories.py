@@ -156,6 +156,9 @@ class Memories:
         if conn is not None:
             with db.transaction(conn, self.ctx):
                 return contract_hits(run_search(conn, query, top_k, scope, **kwargs))
+        if self.store.on_citus:  # Citus replays the context on the shards only inside a transaction block
+            with self.store.connection() as c, db.transaction(c, self.ctx):
+                return contract_hits(run_search(c, query, top_k, scope, **kwargs))
         # One autocommit statement that sets the context and searches (one round trip instead of
         # four), on a connection kept for such statements (db.StatementConnections).
         with self.store.statements.connection() as c:

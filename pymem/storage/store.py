@@ -47,6 +47,10 @@ class Store:
         pooler = settings.transaction_pooler
         with db.connect(endpoints.app, pooler=pooler) as conn:
             dim, recorded = store_facts(conn)
+            #: a Citus store (`pymem db distribute`): a context set inside one autocommit
+            #: statement does not reach the shards there, so searches run in a transaction
+            self.on_citus: bool = bool(db.one(conn.execute(queries.query("on_citus")).fetchone())[0])
+            conn.rollback()
         self.embedding_dim: int = dim
         #: the embedder the store's vectors come from (pymem.storage.embedding)
         self.embedder = StoreEmbedder(recorded, self.embedding_dim, settings.environ)
