@@ -23,7 +23,7 @@ from ..context import Context
 from ..errors import AccessDenied, InvalidArguments, RevisionMismatch
 from . import idempotency, status
 from .chunks import chunk_from_row, parse_chunk
-from .rows import MemoryRow, check_row, write_rows
+from .rows import MemoryRow, check_row, reap_expired, write_rows
 from .search import (
     check_include,
     check_metadata_filter,
@@ -125,12 +125,14 @@ class Memories:
         result = {"upserted": len(rows)}
 
         with self._tx(conn) as c:
+            if store.on_citus:  # before the claim's write: rows.reap_expired says why
+                reap_expired(c, rows)
             stored = idempotency.claim(c, ctx, UPSERT_VERB, key, call_digest, result, lifetime)
             if stored is not None:
                 return {"upserted": int(stored.get("upserted", len(rows))), "replayed": True}
             if expected:
                 _check_revisions(c, ctx, expected)
-            revisions = write_rows(c, ctx, rows, replace=True)
+            revisions = write_rows(c, ctx, rows, replace=True, reaped=store.on_citus)
             if expected:
                 # Belt and braces against a concurrent writer between the check and the write: a
                 # record expected at revision r must now be at r + 1.

@@ -2,8 +2,8 @@
 with two workers (the `citus` cases skip where the citus extension is not installed).
 
 Isolation as the app, a bound agent and the auditor; the chain and verify, with a tamper made
-where the row really lives (on Citus: the worker holding the tenant's shard); sessions
-(delivery's own rows); concurrent writers. Then what only a cluster has: where `pymem db
+where the row really lives (on Citus: the worker holding the tenant's shard); the library's
+writes, replays, deletes and searches; sessions (delivery's own rows); concurrent writers. Then what only a cluster has: where `pymem db
 distribute` put each table, that a tenant's statements are routed to one shard, and what it
 refuses on a server without Citus.
 """
@@ -123,18 +123,23 @@ def test_search_and_get_through_the_library_keep_tenants_apart(backend):
         store.close()
 
 
-def test_the_library_writes(backend, request):
-    if backend.name == citus_nodes.DATABASE:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=psycopg.errors.ActiveSqlTransaction,
-            reason="every library write calls the definer pymem.reap_expired after the idempotency claim, an app "
-                   "write on the same shards (docs/howto/citus.md: what does not run yet)"))
+def test_the_library_writes_and_replays(backend):
     a = tenant()
     store = backend.store()
     try:
-        out = store.bind(Context(tenant=a)).upsert_many(
-            [{"id": f"m{i}", "content": f"note {i}", "embedding": vec(i)} for i in range(3)], idempotency_key="k1")
-        assert out == {"upserted": 3, "replayed": False}
+        mem = store.bind(Context(tenant=a, actor="writer"))
+        records = [{"id": f"m{i}", "content": f"note {i}", "embedding": vec(i)} for i in range(3)]
+        assert mem.upsert_many(records, idempotency_key="k1") == {"upserted": 3, "replayed": False}
+        assert mem.upsert_many(records, idempotency_key="k1") == {"upserted": 3, "replayed": True}
+        assert mem.upsert_many([{"id": "m0", "content": "note 0, again", "embedding": vec(0)}],
+                               idempotency_key="k2")["replayed"] is False
+        assert mem.get("m0")["content"] == "note 0, again"
+        assert mem.add([{"id": "n1", "content": "added", "embedding": vec(9)}]) == ["n1"]
+        assert mem.delete_many(["m2", "absent"]) == {"deleted": 1}
+        assert store.bind(Context(tenant=tenant())).get("m0") is None
+        with psycopg.connect(backend.app_dsn) as conn:
+            report = verify_chain(conn, a).tenants[0]
+        assert report.problem is None and report.entries == 6 and report.rows_checked == 3
     finally:
         store.close()
 
