@@ -91,11 +91,10 @@ class ServerError(PymemError):
     exit_code = 2
 
 
-class ClusterUnavailable(PymemError):
+class ClusterUnavailable(ServerError):
     """The server has no Citus: a store can be distributed (`pymem db distribute`) only on a
-    Citus coordinator. Nothing was changed."""
-
-    exit_code = 2
+    Citus coordinator. Nothing was changed. (An administrator's command: the service never
+    raises it, and would answer it as the ServerError it is.)"""
 
 
 class Busy(PymemError):
