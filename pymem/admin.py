@@ -2,7 +2,8 @@
 
 Login bindings (`bind_login`: which tenants, scope and adapter a database login may act as),
 the schema (`upgrade_schema` applies the migrations with the admin connection; `upgrade_sql`
-prints them for a DBA to apply), the embedded server (`stop_embedded`), the admin connection
+prints them for a DBA to apply), its distribution over a Citus cluster by tenant (`distribute`;
+`distribution_sql` prints the plan), the embedded server (`stop_embedded`), the admin connection
 itself, the database's status (`database_status`), the registration of the installation's
 signing key (`register_signing_key`), import and export of memories, what `reembed` reports, and
 retention: the tenant's policy (`set_retention`, `retention_policy`), the purge of expired
@@ -16,6 +17,7 @@ from __future__ import annotations
 from .conventions.signing_key import register_signing_key, registered_signing_key
 from .migrate import upgrade_sql
 from .storage.bindings import LoginBinding, bind_login, list_bindings, unbind_login
+from .storage.distribution import DistributionReport, distribute, distribution_sql
 from .storage.endpoints import admin_connection, stop_embedded, upgrade_schema
 from .storage.reembed import ReembedReport
 from .storage.retention import (
@@ -33,5 +35,5 @@ __all__ = ["bind_login", "unbind_login", "list_bindings", "LoginBinding", "upgra
            "stop_embedded", "admin_connection", "database_status", "DatabaseStatus", "register_signing_key",
            "registered_signing_key", "import_file", "export_records", "check_file", "ImportReport", "ReembedReport",
            "RetentionPolicy", "retention_policy", "set_retention", "purge_expired", "purge_expired_all",
-           "refresh_expiry"]
+           "refresh_expiry", "distribute", "distribution_sql", "DistributionReport"]
 

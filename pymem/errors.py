@@ -18,6 +18,7 @@ __all__ = [
     "Unauthenticated",
     "SchemaError",
     "ServerError",
+    "ClusterUnavailable",
     "Busy",
     "LockTimeout",
     "StatementTimeout",
@@ -88,6 +89,12 @@ class ServerError(PymemError):
     """The database cannot be reached or the embedded server cannot start."""
 
     exit_code = 2
+
+
+class ClusterUnavailable(ServerError):
+    """The server has no Citus: a store can be distributed (`pymem db distribute`) only on a
+    Citus coordinator. Nothing was changed. (An administrator's command: the service never
+    raises it, and would answer it as the ServerError it is.)"""
 
 
 class Busy(PymemError):

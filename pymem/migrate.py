@@ -48,6 +48,9 @@ def apply_sql(name: str) -> None:
         # %-signs and :casts reach Postgres exactly as written.
         driver = op.get_bind().connection.driver_connection
         assert driver is not None  # a live connection always has its driver's
+        # On a Citus coordinator whose store is not distributed yet, the schema is made there
+        # alone, as on a single Postgres; `pymem db distribute` then places it on the workers.
+        driver.execute(queries.query("migrate_before_distribution"))
         driver.execute(sql)
 
 

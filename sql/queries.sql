@@ -199,12 +199,13 @@ drop table pg_temp.pymem_stage
 select id, revision from pymem.memories where tenant_id = %s and id = any(%s) and erased_at is null
 
 -- name: claim_idempotency_key --
--- Claim a key for a call (tenant, verb, actor, key, digest, result, lifetime); no row back = taken and live; the adapter is the connection's (a column default RLS checks)
+-- Claim a key for a call (tenant, verb, actor, key, digest, result, lifetime); no row back = taken and live; the adapter is the connection's (a column default RLS checks); the conflict clause reads the time as excluded.created_at (the column's default, now()) because Citus refuses now() there
 insert into pymem.idempotency_keys as k (tenant_id, verb, actor, key, digest, result, expires_at)
 values (%s, %s, %s, %s, %s, %s, now() + %s)
 on conflict (tenant_id, verb, adapter, actor, key) do update
-   set digest = excluded.digest, result = excluded.result, created_at = now(), expires_at = excluded.expires_at
- where k.expires_at <= now()
+   set digest = excluded.digest, result = excluded.result, created_at = excluded.created_at,
+       expires_at = excluded.expires_at
+ where k.expires_at <= excluded.created_at
 returning true
 
 -- name: idempotency_key --
@@ -932,3 +933,121 @@ select distinct on (details ->> 'pseudonym') details ->> 'pseudonym', (details -
   from pymem.ledger
  where tenant_id = %s and event = 'actor.erased' and details ->> 'pseudonym' is not null
  order by details ->> 'pseudonym', seq
+
+-- ============================================================================================
+-- Citus: distributing the store by tenant (pymem/storage/distribution.py, administrative connection)
+-- ============================================================================================
+
+-- name: migrate_before_distribution --
+-- A migration on a Citus coordinator before `pymem db distribute` creates the schema there alone (no-op elsewhere, and once distributed)
+select set_config('citus.enable_ddl_propagation', 'off', true)
+ where exists (select from pg_extension where extname = 'citus')
+   and coalesce(current_setting('citus.propagate_set_commands', true), '') <> 'local'
+
+-- name: citus_version --
+-- The citus extension's version in this database; no row on a server without it
+select extversion from pg_extension where extname = 'citus'
+
+-- name: pymem_tables --
+-- Every table of the pymem schema, with whether it has a tenant_id column
+select c.relname as name,
+       exists (select from pg_attribute a where a.attrelid = c.oid and a.attname = 'tenant_id' and not a.attisdropped)
+         as tenant_keyed
+  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+ where n.nspname = 'pymem' and c.relkind in ('r', 'p')
+ order by 1
+
+-- name: citus_tables --
+-- The pymem tables Citus already manages, with their kind (distributed or reference)
+select relname as name, citus_table_type as kind
+  from pg_class c join pg_namespace n on n.oid = c.relnamespace
+  join citus_tables t on t.table_name = c.oid
+ where n.nspname = 'pymem'
+
+-- name: pymem_policies_with_subqueries --
+-- The policies on pymem tables whose expressions hold a scalar subquery (Citus refuses them)
+select tablename as table_name, policyname as policy_name, qual, with_check
+  from pg_policies
+ where schemaname = 'pymem' and (qual like '%( SELECT %' or with_check like '%( SELECT %')
+ order by 1, 2
+
+-- name: defaulted_columns_without_insert_grant --
+-- Columns with a default that a role (%s) may not INSERT into while it may insert into the table's other columns
+select c.table_name, string_agg(quote_ident(c.column_name), ', ' order by c.ordinal_position) as columns
+  from information_schema.columns c
+ where c.table_schema = 'pymem' and (c.column_default is not null or c.is_identity = 'YES')
+   and not has_column_privilege(%s, format('pymem.%%I', c.table_name), c.column_name, 'INSERT')
+   and exists (select from information_schema.column_privileges p
+                where p.table_schema = 'pymem' and p.table_name = c.table_name and p.grantee = %s
+                  and p.privilege_type = 'INSERT')
+ group by 1 order by 1
+
+-- name: pymem_functions_not_distributed --
+-- The functions of the pymem schema Citus does not propagate yet (what their bodies call is invisible to it)
+select p.oid::regprocedure::text as signature
+  from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+ where n.nspname = 'pymem'
+   and not exists (select from pg_dist_object o where o.classid = 'pg_proc'::regclass and o.objid = p.oid)
+ order by 1
+
+-- name: citus_worker_count --
+-- How many worker nodes the coordinator has (active primaries)
+select count(*) from pg_dist_node where noderole = 'primary' and isactive and groupid <> 0
+
+-- name: citus_on_workers --
+-- Run a script (%s) on every worker, each in its own transaction; what each node answered
+select nodename, nodeport, success, result from run_command_on_workers(%s)
+
+-- name: citus_propagate_context --
+-- SET LOCAL reaches the worker shards of a transaction (the context the shards' policies read); on every node
+alter database {database} set citus.propagate_set_commands = 'local'
+
+-- name: citus_allow_triggers --
+-- Let this session distribute tables that have triggers (every pymem trigger touches one tenant's colocated rows)
+set citus.enable_unsafe_triggers = on
+
+-- name: on_citus --
+-- Whether this database is set up as a Citus store (the database's citus.propagate_set_commands, as a new session reads it)
+select pymem._on_citus()
+
+-- name: role_can_log_in --
+-- Whether a role (%s) may log in
+select rolcanlogin from pg_roles where rolname = %s
+
+-- name: citus_owner_login --
+-- The owner role may log in: Citus runs a definer function's statements on the shards over a connection as its owner
+alter role pymem_owner login
+
+-- name: citus_alter_policy --
+-- A policy's expressions without scalar subqueries (the helpers called directly), which Citus can push to the shards
+alter policy {policy} on {table} {clauses}
+
+-- name: citus_grant_insert --
+-- INSERT on defaulted columns: Citus writes every column explicitly (the triggers still set them)
+grant insert ({columns}) on {table} to {role}
+
+-- name: functions_forcing_generic_plans --
+-- The pymem functions whose SET clause forces generic plans (Citus cannot plan their parameterised statements)
+select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+ where n.nspname = 'pymem' and 'plan_cache_mode=force_generic_plan' = any (p.proconfig)
+ order by 1
+
+-- name: citus_custom_plans --
+-- A function's statements planned with their values (Citus routes a statement by the tenant it names)
+alter function {function} set plan_cache_mode = force_custom_plan
+
+-- name: citus_reference_table --
+-- A global table (%s) copied to every node
+select create_reference_table(%s)
+
+-- name: citus_distribute_table --
+-- A tenant table (%s) sharded by tenant_id, colocated with pymem.memories (%s)
+select create_distributed_table(%s, 'tenant_id', colocate_with => %s)
+
+-- name: citus_distribute_function --
+-- A function (%s) propagated to every node
+select create_distributed_function(%s)
+
+-- name: login_bindings_json --
+-- The coordinator's bindings as one json array (what every worker's node-local copy is set to)
+select coalesce(jsonb_agg(to_jsonb(b) order by b.role_name), '[]'::jsonb)::text from pymem.login_bindings b

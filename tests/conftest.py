@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from helpers import citus as citus_nodes
 from helpers import flavours
 from helpers import pgbouncer as bouncer
 from helpers.database import (
@@ -74,6 +75,42 @@ def pgbouncer_address(server_dsn):
         pytest.skip("the PgBouncer fixture runs in front of the embedded test server (a Unix socket)")
     with bouncer.pgbouncer(server_dsn) as address:
         yield address
+
+
+@pytest.fixture(scope="session")
+def citus_cluster():
+    """A Citus coordinator and two workers on loopback (tests/helpers/citus.py) for the tests
+    marked `citus`; skips with the reason where the citus extension is not installed in the
+    server pymem uses."""
+    reason = citus_nodes.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    home = Path(tempfile.mkdtemp(prefix="pymem-citus-"))
+    try:
+        with citus_nodes.cluster(home / "nodes") as cluster:
+            yield cluster
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def citus_database(citus_cluster):
+    """The store on the cluster: migrated (`pymem db upgrade`) and distributed (`pymem db
+    distribute`) once, with the test logins. One database for the session (Citus needs it on every
+    node): each test works in tenants of its own."""
+    from pymem.admin import distribute
+
+    coordinator = citus_cluster.coordinator
+    admin = coordinator.dsn()
+    migrate.upgrade(admin, embedding_dim=DIM)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        distribute(conn)
+        for login, group in ((APP_LOGIN, "pymem_app"), (AUDITOR_LOGIN, "pymem_auditor"), (AGENT_LOGIN, "pymem_app")):
+            conn.execute(f"create role {login} login password '{PASSWORD}' in role {group}")
+        conn.execute(f"create role {STRANGER_LOGIN} login password '{PASSWORD}'")
+    return TestDatabase(name=citus_nodes.DATABASE, admin_dsn=admin,
+                        app_dsn=coordinator.dsn(APP_LOGIN, password=PASSWORD),
+                        auditor_dsn=coordinator.dsn(AUDITOR_LOGIN, password=PASSWORD))
 
 
 #: PYMEM_TEST_POOLER=pgbouncer: every test's app connections go through PgBouncer in transaction

@@ -11,6 +11,8 @@ from ..admin import (
     admin_connection,
     bind_login,
     database_status,
+    distribute,
+    distribution_sql,
     list_bindings,
     register_signing_key,
     stop_embedded,
@@ -50,6 +52,35 @@ def upgrade(offline: bool, revision: str) -> None:
         return
     reached, location = upgrade_schema(settings, revision)
     click.echo(f"schema at revision {reached} ({location})")
+
+
+@db.command("distribute")
+@click.option("--sql", "offline", is_flag=True,
+              help="Print the statements for a DBA to review instead of running them "
+                   "(reads the catalog, changes nothing).")
+@json_option
+@handle_errors
+def distribute_command(offline: bool, as_json: bool) -> None:
+    """Distribute the store over a Citus cluster, sharded by tenant (run once, after `pymem db upgrade`).
+
+    Uses the administrative connection to the coordinator (PYMEM_ADMIN_DSN). Tenant tables are
+    sharded by tenant_id and colocated, global tables become reference tables, the login bindings
+    stay on each node, every function reaches the workers. A second run does nothing. Refused,
+    with nothing changed, on a server without the citus extension.
+
+    Example: pymem db distribute --sql > distribute.sql
+    """
+    with admin_connection(Settings.from_env()) as conn:
+        conn.autocommit = True
+        if offline:
+            click.echo(distribution_sql(conn), nl=False)
+            return
+        report = distribute(conn)
+    if as_json:
+        echo_json(report.to_json())
+        return
+    click.echo(f"distributed on Citus {report.citus_version} with {report.workers} worker(s): "
+               f"{len(report.statements)} statement(s) run" + ("" if report.statements else " (already distributed)"))
 
 
 @db.command()

@@ -22,6 +22,7 @@ from .. import db, queries
 from ..context import check_scope
 from ..errors import InvalidArguments, NotFound
 from ..vocabulary import MAX_NAME, is_plain_text
+from .distribution import sync_bindings
 
 MAX_ADAPTER = MAX_NAME  # the binding table's CHECK, as every adapter name (vocabulary)
 MAX_ROLE = 63  # Postgres's identifier length
@@ -96,6 +97,7 @@ def bind_login(conn: psycopg.Connection, role: str, *, adapter: str, tenants: It
             (role, adapter, None if all_tenants or names is None else list(dict.fromkeys(names)), all_tenants,
              Jsonb(scope)),
         ).fetchone()
+        sync_bindings(conn)  # on a Citus store, every worker's shards read their node's copy
     return _row(db.one(row))
 
 
@@ -103,7 +105,9 @@ def unbind_login(conn: psycopg.Connection, role: str) -> bool:
     """Remove `role`'s binding; True if there was one. The login is an operator again."""
     role = _name(role, "role", MAX_ROLE)
     with db.translate_errors(), conn.transaction():
-        return conn.execute(queries.query("unbind_login"), (role,)).rowcount > 0
+        gone = conn.execute(queries.query("unbind_login"), (role,)).rowcount > 0
+        sync_bindings(conn)
+        return gone
 
 
 def list_bindings(conn: psycopg.Connection) -> list[LoginBinding]:

@@ -23,7 +23,7 @@ from ..context import Context
 from ..errors import AccessDenied, InvalidArguments, RevisionMismatch
 from . import idempotency, status
 from .chunks import chunk_from_row, parse_chunk
-from .rows import MemoryRow, check_row, write_rows
+from .rows import MemoryRow, check_row, reap_expired, write_rows
 from .search import (
     check_include,
     check_metadata_filter,
@@ -125,12 +125,14 @@ class Memories:
         result = {"upserted": len(rows)}
 
         with self._tx(conn) as c:
+            if store.on_citus:  # before the claim's write: rows.reap_expired says why
+                reap_expired(c, rows)
             stored = idempotency.claim(c, ctx, UPSERT_VERB, key, call_digest, result, lifetime)
             if stored is not None:
                 return {"upserted": int(stored.get("upserted", len(rows))), "replayed": True}
             if expected:
                 _check_revisions(c, ctx, expected)
-            revisions = write_rows(c, ctx, rows, replace=True)
+            revisions = write_rows(c, ctx, rows, replace=True, reaped=store.on_citus)
             if expected:
                 # Belt and braces against a concurrent writer between the check and the write: a
                 # record expected at revision r must now be at r + 1.
@@ -156,6 +158,9 @@ class Memories:
         if conn is not None:
             with db.transaction(conn, self.ctx):
                 return contract_hits(run_search(conn, query, top_k, scope, **kwargs))
+        if self.store.on_citus:  # Citus replays the context on the shards only inside a transaction block
+            with self.store.connection() as c, db.transaction(c, self.ctx):
+                return contract_hits(run_search(c, query, top_k, scope, **kwargs))
         # One autocommit statement that sets the context and searches (one round trip instead of
         # four), on a connection kept for such statements (db.StatementConnections).
         with self.store.statements.connection() as c:

@@ -219,8 +219,19 @@ def _claims_operator(row: MemoryRow) -> bool:
     return row.origin == OPERATOR_ORIGIN or provenance.get("origin") == OPERATOR_ORIGIN
 
 
+def reap_expired(conn: psycopg.Connection, rows: Sequence[MemoryRow]) -> None:
+    """Delete the expired rows among these ids, as chained events, before a write reuses them: an
+    expired row is invisible to every read, and to the upsert's conflict check. write_rows does
+    it first; a caller that writes something else before (an idempotency claim) on a Citus store
+    calls it before that and passes reaped=True, because Citus refuses a definer function's
+    statements (pymem.reap_expired) on shards the app has already written to in the transaction."""
+    if rows:
+        with conn.cursor() as cur:
+            cur.execute(queries.query("reap_expired"), ([r.id for r in rows],))
+
+
 def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow], *,
-               replace: bool, whole: bool = False) -> dict[str, int]:
+               replace: bool, whole: bool = False, reaped: bool = False) -> dict[str, int]:
     """Write checked rows on `conn` (whose transaction carries `ctx`): insert them, or with
     `replace` upsert them (a chunk replaces what it determines; see sql/queries.sql), or with
     `whole` as well replace every column the row determines (confidence, policy fingerprint,
@@ -235,11 +246,10 @@ def write_rows(conn: psycopg.Connection, ctx: Context, rows: Sequence[MemoryRow]
     if ctx.adapter is not None and any(_claims_operator(r) for r in rows):
         raise AccessDenied(operator_origin_refusal(ctx.adapter))
     rows = sorted(rows, key=lambda r: r.id)
-    if rows:
+    if not reaped:
         # An id whose row has expired is written afresh: the expired row (invisible to every read,
         # and to the upsert's conflict check) is deleted first, as a chained event.
-        with conn.cursor() as cur:
-            cur.execute(queries.query("reap_expired"), ([r.id for r in rows],))
+        reap_expired(conn, rows)
     if replace and not whole and len(rows) >= STAGE_FROM and all(_stageable(r) for r in rows):
         return _write_staged(conn, ctx, rows)
     name = ("replace_memories" if whole else "upsert_memories") if replace else "insert_memories"

@@ -41,12 +41,19 @@ def store_facts(conn: psycopg.Connection) -> tuple[int, str | None]:
 class Store:
     """An open pymem store: a connection pool plus the store-wide facts it checked on opening."""
 
+    #: a Citus store (`pymem db distribute`): a context set inside one autocommit statement does
+    #: not reach the shards there, so searches run in a transaction, and a write reaps expired
+    #: rows before its idempotency claim (read when the store opens; pymem.aio's stores: False)
+    on_citus: bool = False
+
     def __init__(self, endpoints: Endpoints, settings: Settings, *, pool_size: int = 8):
         self.endpoints = endpoints
         self.settings = settings
         pooler = settings.transaction_pooler
         with db.connect(endpoints.app, pooler=pooler) as conn:
             dim, recorded = store_facts(conn)
+            self.on_citus = bool(db.one(conn.execute(queries.query("on_citus")).fetchone())[0])
+            conn.rollback()
         self.embedding_dim: int = dim
         #: the embedder the store's vectors come from (pymem.storage.embedding)
         self.embedder = StoreEmbedder(recorded, self.embedding_dim, settings.environ)
