@@ -4015,6 +4015,8 @@ as $$
 -- read by their key in that order, in the same statement (one snapshot).
 declare
   v_tenant text := pymem._ctx_tenant();
+  v_ids text[];
+  v_distances double precision[];
   f record;
 begin
   if p_query is null or vector_norm(p_query) = 0 then
@@ -4030,12 +4032,17 @@ begin
   if f.session_scope is null or f.live_rows = 0 then
     return;
   end if;
+  -- The ranking first, in a statement of its own: on Citus the statement that reads the rows is
+  -- routed to the tenant's shard, where the ranking's own queries would run nested in it (which
+  -- Citus refuses); on a single Postgres it is the same work, in order, in the same snapshot.
+  select array_agg(h.id order by h.n), array_agg(h.distance order by h.n) into v_ids, v_distances
+    from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, p_top_k, p_plan, p_exact_below)
+           with ordinality h(id, distance, n);
   return query
     select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
            m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
            1 - r.distance
-      from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, p_top_k, p_plan, p_exact_below)
-             with ordinality r(id, distance, n)
+      from unnest(v_ids, v_distances) with ordinality r(id, distance, n)
            cross join lateral (
              select m.* from pymem.memories m
               where m.tenant_id = v_tenant and m.id = r.id
@@ -4164,6 +4171,8 @@ declare
   v_config regconfig := (select s.text_search_config from pymem.store_info s);
   v_terms text[];
   v_match tsquery;
+  v_ids text[];
+  v_distances double precision[];
   f record;
 begin
   if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
@@ -4193,10 +4202,15 @@ begin
       into v_match from unnest(v_terms) t;
     v_match := ('''' || pymem._tenant_lexeme(v_tenant) || '''')::tsquery && v_match;
   end if;
+  -- The ranking first, in a statement of its own: on Citus the statement that reads the rows is
+  -- routed to the tenant's shard, where the ranking's own queries would run nested in it (which
+  -- Citus refuses); on a single Postgres it is the same work, in order, in the same snapshot.
+  select array_agg(h.id), array_agg(h.distance) into v_ids, v_distances
+    from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, v_pool, p_plan, p_exact_below) h;
   return query
     with vec as (
       select h.id, h.distance, row_number() over (order by 1 - h.distance desc, h.id) as r
-        from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, v_pool, p_plan, p_exact_below) h),
+        from unnest(v_ids, v_distances) h(id, distance)),
     matched as (
       -- each row's length, and only its postings of the query's words (as pymem._text_candidates)
       select m.id, length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', v_terms), '{a}') as words

@@ -613,6 +613,212 @@ end
 $$;
 comment on function pymem.verify_chain(text) is 'Verifies the hash chain and re-hashes live rows, each with the hash version it was written with; one row per tenant, problem NULL when clean';
 
+-- A session's searches take their vector ranking in a statement of its own before the statement
+-- that reads the rows: on Citus that statement is routed to the tenant's shard, where the
+-- ranking's own queries would be nested distributed queries (refused). Same results and order.
+
+create or replace function pymem.session_search(
+  p_session text,
+  p_query vector,
+  p_top_k integer,
+  p_plan text default 'auto',
+  p_exact_below bigint default 2000
+) returns setof pymem.search_hit
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- The p_top_k live, non-superseded memories that session p_session receives (its scope's and its
+-- ancestors', within the read allow-list: pymem._session_scopes) closest to p_query by cosine,
+-- best first (score desc, then id), shaped as pymem.search's hits with records without vectors:
+-- what a delivery recalls. Definer for the reason pymem.session_hot is.
+--
+-- The plan is pymem.search's, decided by n, the rows in those scopes (pymem.scope_rows): below
+-- cap = max(p_exact_below, sqrt(8 * top_k * table rows)) every one of them is ranked exactly,
+-- read by its scope key; above, HNSW with an iterative scan keeps the candidates in those scopes,
+-- re-sorted, and the exact plan takes over whenever the scan comes back short
+-- (pymem._session_ranking). 'exact' and 'hnsw' force a plan (tests, benchmarks). The rows are
+-- read by their key in that order, in the same statement (one snapshot).
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_ids text[];
+  v_distances double precision[];
+  f record;
+begin
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
+  select * into f from pymem._session_scopes(p_session);
+  if f.session_scope is null or f.live_rows = 0 then
+    return;
+  end if;
+  -- The ranking first, in a statement of its own: on Citus the statement that reads the rows is
+  -- routed to the tenant's shard, where the ranking's own queries would run nested in it (which
+  -- Citus refuses); on a single Postgres it is the same work, in order, in the same snapshot.
+  select array_agg(h.id order by h.n), array_agg(h.distance order by h.n) into v_ids, v_distances
+    from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, p_top_k, p_plan, p_exact_below)
+           with ordinality h(id, distance, n);
+  return query
+    select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
+           m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+           1 - r.distance
+      from unnest(v_ids, v_distances) with ordinality r(id, distance, n)
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = r.id
+              limit 1) m
+     order by r.n;
+end
+$$;
+comment on function pymem.session_search(text, vector, integer, text, bigint) is 'Cosine search over the memories a session receives (its scope and its ancestors); definer, applying that rule itself; exact or iterative HNSW as pymem.search';
+
+create or replace function pymem.session_search_hybrid(
+  p_session text,
+  p_query vector,
+  p_text text,
+  p_top_k integer,
+  p_plan text default 'auto',
+  p_exact_below bigint default 2000,
+  p_text_weight double precision default 1.0,
+  p_rrf_k double precision default 10
+) returns setof pymem.search_hit
+language plpgsql volatile security definer
+-- as pymem.search: the statement's shape does not depend on the values, and planning it afresh on
+-- every call cost more than running it on a session's few hundred rows
+set plan_cache_mode = force_generic_plan
+set search_path = pg_catalog, pg_temp
+as $$
+-- pymem.session_search with the query's text, fused as pymem._search_hybrid fuses pymem.search:
+-- the vector ranking (pymem._session_ranking, pymem.session_search's own, so the same plans and
+-- rule) and a BM25 ranking of p_text (k1 1.2, b 0.75, the words ORed, as pymem._text_candidates)
+-- over the same rows, each cut at v_pool rows, fused by score when p_rrf_k is NULL (cosine
+-- similarity + p_text_weight x BM25 / the query's best BM25; that sum is the score) or else by
+-- reciprocal rank (1 / (p_rrf_k + vector rank) + p_text_weight / (p_rrf_k + text rank); the score
+-- is the cosine similarity). The p_top_k best come back in that order: what a delivery recalls.
+-- What the session receives stays decided by pymem._session_scopes (its scope and its ancestors,
+-- within the read allow-list); the text ranking's document frequencies and lengths are counted
+-- over those rows only. Definer for the reason pymem.session_hot is (and the text match, not
+-- leakproof, uses the GIN index only so). The fused order is known before any row is read (only a
+-- row found by its words alone has its vector read, by its key, for its cosine); the candidates
+-- are walked in that order, each row read by its key, until p_top_k are found.
+declare
+  v_tenant text := pymem._ctx_tenant();
+  v_read text[] := pymem._ctx_read_adapters();
+  v_pool integer;
+  v_config regconfig := (select s.text_search_config from pymem.store_info s);
+  v_terms text[];
+  v_match tsquery;
+  v_ids text[];
+  v_distances double precision[];
+  f record;
+begin
+  if p_top_k is null or p_top_k < 1 or p_top_k > 1000 then
+    raise exception 'pymem: top_k must be between 1 and 1000' using errcode = '22023';
+  end if;
+  if p_text_weight is null or p_text_weight < 0 or p_text_weight = 'Infinity'::double precision
+     or p_rrf_k < 0 or p_rrf_k = 'Infinity'::double precision then
+    raise exception 'pymem: the text weight and the fusion constant must be finite and not negative' using errcode = '22023';
+  end if;
+  if p_query is null or vector_norm(p_query) = 0 then
+    raise exception 'pymem: the query vector must be a non-zero vector' using errcode = '22023';
+  end if;
+  if p_plan is null or p_plan not in ('auto', 'exact', 'hnsw') then
+    raise exception 'pymem: plan must be auto, exact or hnsw' using errcode = '22023';
+  end if;
+  v_pool := least(1000, greatest(4 * p_top_k, 50));
+  select * into f from pymem._session_scopes(p_session);
+  if f.session_scope is null or f.live_rows = 0 then
+    return;
+  end if;
+  if p_text is not null then
+    select array_agg(w.lexeme) into v_terms
+      from (select u.lexeme from unnest(to_tsvector(v_config, left(p_text, 10000))) u limit 64) w;
+  end if;
+  if v_terms is not null then
+    select (string_agg('''' || replace(replace(t, '\', '\\'), '''', '''''') || '''', ' | '))::tsquery
+      into v_match from unnest(v_terms) t;
+    v_match := ('''' || pymem._tenant_lexeme(v_tenant) || '''')::tsquery && v_match;
+  end if;
+  -- The ranking first, in a statement of its own: on Citus the statement that reads the rows is
+  -- routed to the tenant's shard, where the ranking's own queries would run nested in it (which
+  -- Citus refuses); on a single Postgres it is the same work, in order, in the same snapshot.
+  select array_agg(h.id), array_agg(h.distance) into v_ids, v_distances
+    from pymem._session_ranking(f.scopes, f.scope_keys, f.live_rows, p_query, v_pool, p_plan, p_exact_below) h;
+  return query
+    with vec as (
+      select h.id, h.distance, row_number() over (order by 1 - h.distance desc, h.id) as r
+        from unnest(v_ids, v_distances) h(id, distance)),
+    matched as (
+      -- each row's length, and only its postings of the query's words (as pymem._text_candidates)
+      select m.id, length(m.search_text) as dl, ts_filter(setweight(m.search_text, 'A', v_terms), '{a}') as words
+        from pymem.memories m
+       where v_match is not null
+         and m.search_text @@ v_match
+         and m.tenant_id = v_tenant and m.scope = any (f.scopes)
+         and m.erased_at is null and m.invalidated_at is null and m.embedding is not null
+         and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+         and (v_read is null or m.source_adapter = any (v_read))),
+    lengths as (
+      select avg(x.dl)::double precision as avgdl from matched x),
+    hits as (
+      select x.id, u.lexeme, coalesce(cardinality(u.positions), 1) as tf, x.dl
+        from matched x cross join lateral unnest(x.words) u),
+    df as (
+      select h.lexeme, count(*)::double precision as n from hits h group by h.lexeme),
+    bm25 as (
+      select h.id,
+             sum(ln(1 + (greatest(f.live_rows::double precision, d.n) - d.n + 0.5) / (d.n + 0.5))
+                 * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.dl / greatest(l.avgdl, 1)))) as score
+        from hits h join df d on d.lexeme = h.lexeme cross join lengths l
+       group by h.id
+       order by 2 desc, 1
+       limit v_pool),
+    txt as (
+      select b.id, row_number() over (order by b.score desc, b.id) as r,
+             b.score / nullif(max(b.score) over (), 0) as share  -- of the best word match
+        from bm25 b),
+    fused as (
+      -- the order key; by score, a row the vector ranking missed reads its vector by its key
+      select coalesce(v.id, t.id) as id,
+             case when p_rrf_k is null
+                  then coalesce(1 - v.distance,
+                                (select 1 - (m.embedding <=> p_query) from pymem.memories m
+                                  where m.tenant_id = v_tenant and m.id = t.id))
+                       + p_text_weight * coalesce(t.share, 0)
+                  else coalesce(1.0 / (p_rrf_k + v.r), 0) + p_text_weight * coalesce(1.0 / (p_rrf_k + t.r), 0)
+             end as fused
+        from vec v full join txt t on t.id = v.id)
+    select m.id, coalesce(m.record_lite, m.record), m.content, m.kind, m.tags, m.scope, m.origin, m.provenance,
+           m.confidence, m.source_adapter, m.injection_source, m.policy_fingerprint, m.created_at, m.revision,
+           case when p_rrf_k is null then x.fused else 1 - (m.embedding <=> p_query) end
+      from (select x.id, x.fused from fused x order by x.fused desc, x.id) x
+           cross join lateral (
+             select m.* from pymem.memories m
+              where m.tenant_id = v_tenant and m.id = x.id
+                and m.scope = any (f.scopes) and m.erased_at is null and m.invalidated_at is null
+                and (m.expires_at is null or m.expires_at > now())  -- retention: not expired
+                and (v_read is null or m.source_adapter = any (v_read))
+              limit 1) m
+     order by x.fused desc, x.id
+     limit p_top_k;
+end
+$$;
+comment on function pymem.session_search_hybrid(text, vector, text, integer, text, bigint, double precision, double precision) is 'Hybrid search over the memories a session receives: pymem.session_search''s vector ranking and a BM25 ranking of the text over the same rows, fused by score (p_rrf_k NULL) or by reciprocal rank; definer, applying the session''s rule itself';
+
+do $$
+declare
+  v_schema text := (select n.nspname from pg_extension e join pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector');
+begin
+  execute format('alter function pymem.session_search(text, vector, integer, text, bigint) set search_path = pg_catalog, %I, pg_temp', v_schema);
+  execute format('alter function pymem.session_search_hybrid(text, vector, text, integer, text, bigint, double precision, double precision) set search_path = pg_catalog, %I, pg_temp', v_schema);
+end
+$$;
+
 reset role;
 
 revoke all on function pymem._on_citus() from public;
