@@ -78,7 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .admission.judge import Decision
     from .storage.memories import Memories
 
-__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit",
+__all__ = ["recall", "recall_session", "RecallResult", "RecalledMemory", "WithheldMemory", "judge_hit", "event_time",
            "candidate_count", "similarity_floor", "check_floor", "DEFAULT_FLOOR", "VERDICT_CACHE_SIZE",
            "clear_verdicts", "OVERFETCH_FACTOR",
            "OVERFETCH_MIN_EXTRA", "OVERFETCH_GROWTH"]
@@ -290,7 +290,7 @@ def _withhold(row: SearchHit, reason: str, signature: str | None = None,
                           classifier_score=classifier_score)
 
 
-def _event_time(record: Any) -> _dt.datetime | None:
+def event_time(record: Any) -> _dt.datetime | None:
     """The stored record's event_at (written checked by the gate), None when absent or unreadable."""
     value = record.get("event_at") if isinstance(record, Mapping) else None
     if not isinstance(value, str):
@@ -329,7 +329,7 @@ def judge_hit(row: SearchHit, policy: AdmissionPolicy, trust: AdapterTrustPolicy
         origin=origin,  # type: ignore[arg-type]  # an admitted decision's origin, else the stored row's (never None)
         confidence=float(decision.confidence), source_adapter=adapter, created_at=row.created_at,
         provenance=dict(provenance), kind=row.kind, tags=list(row.tags or []),
-        reason=decision.reason, event_at=_event_time(row.record))
+        reason=decision.reason, event_at=event_time(row.record))
 
 
 def recall(memories: Memories, query: str | Sequence[float], *, top_k: int = 5,

@@ -12,9 +12,7 @@ lessons, whose confidence decays with time) and shows the sections from the reco
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +22,7 @@ from ..delivery.envelope import DeliveredItem, DigestEntry, render
 from ..delivery.injections import Injection
 from ..delivery.tiers import tier_of, tiers_in_force
 from ..delivery.topics import topic_is_safe
+from ..recall import event_time
 from ..storage.memories import Memories
 from ..storage.session_rows import SessionRow, session_row
 
@@ -38,18 +37,6 @@ class Rerendered:
     text: str | None
     matches: bool
     why_not: str | None = None
-
-
-def _event_time(record: Any) -> _dt.datetime | None:
-    # as recall reads it (pymem.recall): the record's event_at, when the gate stored a valid one
-    value = record.get("event_at") if isinstance(record, Mapping) else None
-    if not isinstance(value, str):
-        return None
-    try:
-        when = _dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.UTC)
 
 
 def _sessions(c: psycopg.Connection, tenant: str, ids: set[str]) -> dict[str, SessionRow]:
@@ -91,7 +78,7 @@ def rerender(mem: Memories, record: Injection) -> Rerendered:
                              created_at=row["created_at"], session_id=session, session_started_at=started,
                              origin=row["origin"],
                              tier=tier_of(row["origin"], provenance, source_adapter=row["source_adapter"]).value,
-                             text=row["content"] or "", event_at=_event_time(row["record"]))
+                             text=row["content"] or "", event_at=event_time(row["record"]))
 
     def entry(sid: str) -> DigestEntry:
         s = sessions[sid]
